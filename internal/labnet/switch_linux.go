@@ -1,0 +1,398 @@
+package labnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// BridgeName is the switch's bridge inside the switch namespace.
+const BridgeName = "br0"
+
+// Options configures a switch. Zero fields take the documented defaults,
+// all inside documentation address ranges.
+type Options struct {
+	// Gateway4 is the bridge's IPv4 address and prefix; default 192.0.2.1/24.
+	Gateway4 netip.Prefix
+	// Gateway6 is the bridge's IPv6 address and prefix; default 2001:db8::1/64.
+	Gateway6 netip.Prefix
+	// Range4 is the DHCPv4 pool; default .100 to .199 of Gateway4's prefix.
+	Range4 [2]netip.Addr
+	// Range6 is the DHCPv6 pool; default ::100 to ::1ff of Gateway6's prefix.
+	Range6 [2]netip.Addr
+	// LeaseTime applies to DHCPv4 and DHCPv6; default and minimum 2m
+	// (dnsmasq's own lower bound).
+	LeaseTime time.Duration
+	// Domain is the local DNS zone and search domain; default lab.example.
+	Domain string
+	// Records are extra A/AAAA names served by the switch (fully
+	// qualified, e.g. "api.lab.example").
+	Records map[string]netip.Addr
+	// DnsmasqExtra are extra dnsmasq.conf lines, e.g. a classless static
+	// route option.
+	DnsmasqExtra []string
+	// Dnsmasq is the binary; default /usr/sbin/dnsmasq.
+	Dnsmasq string
+	// StartTimeout bounds waiting for dnsmasq to be serving; default 10s.
+	StartTimeout time.Duration
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if !o.Gateway4.IsValid() {
+		o.Gateway4 = netip.MustParsePrefix("192.0.2.1/24")
+	}
+	if !o.Gateway6.IsValid() {
+		o.Gateway6 = netip.MustParsePrefix("2001:db8::1/64")
+	}
+	if !o.Gateway4.Addr().Is4() {
+		return o, fmt.Errorf("gateway4: %s is not an IPv4 prefix", o.Gateway4)
+	}
+	if !o.Gateway6.Addr().Is6() || o.Gateway6.Addr().Is4In6() {
+		return o, fmt.Errorf("gateway6: %s is not an IPv6 prefix", o.Gateway6)
+	}
+	if !o.Range4[0].IsValid() {
+		b := o.Gateway4.Masked().Addr().As4()
+		b[3] = 100
+		o.Range4[0] = netip.AddrFrom4(b)
+		b[3] = 199
+		o.Range4[1] = netip.AddrFrom4(b)
+	}
+	if !o.Range6[0].IsValid() {
+		b := o.Gateway6.Masked().Addr().As16()
+		b[14], b[15] = 0x01, 0x00
+		o.Range6[0] = netip.AddrFrom16(b)
+		b[14], b[15] = 0x01, 0xff
+		o.Range6[1] = netip.AddrFrom16(b)
+	}
+	for i, a := range o.Range4 {
+		if !o.Gateway4.Contains(a) {
+			return o, fmt.Errorf("range4[%d]: %s is outside %s", i, a, o.Gateway4.Masked())
+		}
+	}
+	for i, a := range o.Range6 {
+		if !o.Gateway6.Contains(a) {
+			return o, fmt.Errorf("range6[%d]: %s is outside %s", i, a, o.Gateway6.Masked())
+		}
+	}
+	if o.LeaseTime == 0 {
+		o.LeaseTime = 2 * time.Minute
+	}
+	if o.LeaseTime < 2*time.Minute {
+		return o, fmt.Errorf("leaseTime: %s is below dnsmasq's minimum of 2m", o.LeaseTime)
+	}
+	if o.Domain == "" {
+		o.Domain = "lab.example"
+	}
+	if o.Dnsmasq == "" {
+		o.Dnsmasq = "/usr/sbin/dnsmasq"
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 10 * time.Second
+	}
+	return o, nil
+}
+
+// Switch is a switch namespace with a bridge and a running dnsmasq, plus
+// the node namespaces attached to it.
+type Switch struct {
+	// NS is the switch namespace.
+	NS *NS
+	// Options are the options in effect (defaults filled in).
+	Options Options
+	// Dir is the temporary directory holding dnsmasq's and the nodes' files.
+	Dir string
+
+	cfg     dnsmasqConfig
+	dnsmasq *exec.Cmd
+	exited  chan struct{} // closed when dnsmasq has been reaped
+
+	mu    sync.Mutex
+	nodes []*Node
+	seq   int
+}
+
+// Node is a node namespace whose NICs are veth pairs to the switch bridge.
+type Node struct {
+	// Name is the caller's name for the node (not the namespace name).
+	Name string
+	// NS is the node's network namespace.
+	NS *NS
+	// NICs are the node-side interface names, in order (eth0, eth1, ...).
+	NICs []string
+	// Peers are the switch-side veth names, parallel to NICs.
+	Peers []string
+	// ResolvConf is the path of the node's own resolv.conf, pointing at the
+	// switch's DNS. Nodes never use /etc/resolv.conf.
+	ResolvConf string
+}
+
+// NewSwitch creates the switch namespace, its bridge with the gateway
+// addresses, and starts dnsmasq in it. The caller must Close the switch,
+// also when NewSwitch fails after returning a partial switch — it returns
+// nil in that case after cleaning up itself.
+func NewSwitch(ctx context.Context, opts Options) (_ *Switch, err error) {
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("labnet options: %w", err)
+	}
+	s := &Switch{Options: opts}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+	if s.Dir, err = os.MkdirTemp("", Prefix+"switch-"); err != nil {
+		return nil, fmt.Errorf("switch temp dir: %w", err)
+	}
+	if s.NS, err = newNS(); err != nil {
+		return nil, err
+	}
+	if err := s.addBridge(); err != nil {
+		return nil, err
+	}
+	s.cfg = dnsmasqConfig{
+		Bridge:   BridgeName,
+		Dir:      s.Dir,
+		Gateway4: opts.Gateway4,
+		Gateway6: opts.Gateway6,
+		Range4:   opts.Range4,
+		Range6:   opts.Range6,
+		Lease:    opts.LeaseTime,
+		Domain:   opts.Domain,
+		Records:  opts.Records,
+		Extra:    opts.DnsmasqExtra,
+	}
+	if err := s.startDnsmasq(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Switch) addBridge() error {
+	off := false
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName}, MulticastSnooping: &off}
+	if err := s.NS.Netlink.LinkAdd(br); err != nil {
+		return fmt.Errorf("%s: creating bridge %s: %w", s.NS.Name, BridgeName, err)
+	}
+	// Gateway addresses before dnsmasq starts: it binds to them.
+	for _, p := range []netip.Prefix{s.Options.Gateway4, s.Options.Gateway6} {
+		a := &netlink.Addr{IPNet: prefixIPNet(p)}
+		if p.Addr().Is6() {
+			// No DAD: dnsmasq must be able to bind at once.
+			a.Flags = unix.IFA_F_NODAD
+		}
+		if err := s.NS.Netlink.AddrAdd(br, a); err != nil {
+			return fmt.Errorf("%s: adding %s to %s: %w", s.NS.Name, p, BridgeName, err)
+		}
+	}
+	return s.NS.linkUp(BridgeName)
+}
+
+func (s *Switch) startDnsmasq(ctx context.Context) error {
+	if err := os.WriteFile(s.cfg.confPath(), []byte(s.cfg.render()), 0o600); err != nil {
+		return fmt.Errorf("writing dnsmasq config: %w", err)
+	}
+	cmd := exec.Command(s.Options.Dnsmasq, "--conf-file="+s.cfg.confPath())
+	cmd.Dir = s.Dir
+	cmd.Stdout = nil
+	stderr, err := os.Create(filepath.Join(s.Dir, "dnsmasq.stderr"))
+	if err != nil {
+		return fmt.Errorf("dnsmasq stderr file: %w", err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	// Pdeathsig: dnsmasq dies with the forking thread if our process is
+	// killed before Close runs. The forking thread is switched back and
+	// returned to the runtime's pool, which does not end threads.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := s.NS.Do(cmd.Start); err != nil {
+		return fmt.Errorf("starting dnsmasq in %s: %w", s.NS.Name, err)
+	}
+	s.dnsmasq = cmd
+	s.exited = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
+	return s.waitServing(ctx)
+}
+
+// waitServing waits until dnsmasq has logged that it started, which it
+// does after binding its sockets.
+func (s *Switch) waitServing(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.Options.StartTimeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		b, _ := os.ReadFile(s.cfg.logPath())
+		if strings.Contains(string(b), "started, version") && strings.Contains(string(b), "router advertisement on") {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			e, _ := os.ReadFile(filepath.Join(s.Dir, "dnsmasq.stderr"))
+			return fmt.Errorf("dnsmasq exited at start (%s): %s%s", s.dnsmasq.ProcessState, e, b)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for dnsmasq to serve: %w; log: %s", ctx.Err(), b)
+		case <-tick.C:
+		}
+	}
+}
+
+// LogPath is dnsmasq's log file, worth printing when a test fails.
+func (s *Switch) LogPath() string { return s.cfg.logPath() }
+
+// LeasePath is dnsmasq's lease database.
+func (s *Switch) LeasePath() string { return s.cfg.leasePath() }
+
+// Gateways returns the switch's gateway addresses.
+func (s *Switch) Gateways() (v4, v6 netip.Addr) {
+	return s.Options.Gateway4.Addr(), s.Options.Gateway6.Addr()
+}
+
+// AddNode creates a node namespace with one veth NIC per name in nics
+// (e.g. "eth0", "eth1"), both ends up, the switch end a port of the bridge.
+// The NICs are left unconfigured.
+func (s *Switch) AddNode(name string, nics ...string) (_ *Node, err error) {
+	s.mu.Lock()
+	s.seq++
+	seq := s.seq
+	s.mu.Unlock()
+	n := &Node{Name: name}
+	defer func() {
+		if err != nil && n.NS != nil {
+			_ = n.NS.close()
+		}
+	}()
+	if n.NS, err = newNS(); err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	br, err := s.NS.Netlink.LinkByName(BridgeName)
+	if err != nil {
+		return nil, fmt.Errorf("%s: finding %s: %w", s.NS.Name, BridgeName, err)
+	}
+	for i, nic := range nics {
+		// Unique in the switch namespace and within IFNAMSIZ.
+		peer := fmt.Sprintf("n%d-%d", seq, i)
+		v := &netlink.Veth{
+			LinkAttrs:     netlink.LinkAttrs{Name: nic},
+			PeerName:      peer,
+			PeerNamespace: netlink.NsFd(int(s.NS.Handle)),
+		}
+		// Born inside the node namespace, peer moved straight into the
+		// switch namespace: the caller's namespace never sees either end.
+		if err := n.NS.Netlink.LinkAdd(v); err != nil {
+			return nil, fmt.Errorf("node %s: creating veth %s <-> %s: %w", name, nic, peer, err)
+		}
+		pl, err := s.NS.Netlink.LinkByName(peer)
+		if err != nil {
+			return nil, fmt.Errorf("%s: finding %s: %w", s.NS.Name, peer, err)
+		}
+		if err := s.NS.Netlink.LinkSetMaster(pl, br); err != nil {
+			return nil, fmt.Errorf("%s: enslaving %s to %s: %w", s.NS.Name, peer, BridgeName, err)
+		}
+		if err := s.NS.linkUp(peer); err != nil {
+			return nil, err
+		}
+		if err := n.NS.linkUp(nic); err != nil {
+			return nil, err
+		}
+		n.NICs = append(n.NICs, nic)
+		n.Peers = append(n.Peers, peer)
+	}
+	// Return only once both ends pass traffic: until the kernel's link
+	// watcher has seen carrier (batched, up to a second), a veth sends
+	// through a qdisc that drops everything.
+	for i := range n.NICs {
+		if err := waitOperUp(n.NS, n.NICs[i]); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+		if err := waitOperUp(s.NS, n.Peers[i]); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+	}
+	dir := filepath.Join(s.Dir, "node-"+n.NS.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("node %s dir: %w", name, err)
+	}
+	n.ResolvConf = filepath.Join(dir, "resolv.conf")
+	resolv := fmt.Sprintf("# generated by internal/labnet for node %s\nnameserver %s\nnameserver %s\nsearch %s\n",
+		name, s.Options.Gateway4.Addr(), s.Options.Gateway6.Addr(), s.Options.Domain)
+	if err := os.WriteFile(n.ResolvConf, []byte(resolv), 0o644); err != nil {
+		return nil, fmt.Errorf("node %s resolv.conf: %w", name, err)
+	}
+	s.mu.Lock()
+	s.nodes = append(s.nodes, n)
+	s.mu.Unlock()
+	return n, nil
+}
+
+// Close stops dnsmasq (by its PID), removes the node and switch namespaces
+// and the temporary directory. It is safe to call more than once and on a
+// partially built switch.
+func (s *Switch) Close() error {
+	var errs []error
+	if s.dnsmasq != nil && s.dnsmasq.Process != nil {
+		select {
+		case <-s.exited:
+		default:
+			_ = s.dnsmasq.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-s.exited:
+			case <-time.After(5 * time.Second):
+				_ = s.dnsmasq.Process.Kill()
+				<-s.exited
+			}
+		}
+	}
+	s.mu.Lock()
+	nodes := s.nodes
+	s.nodes = nil
+	s.mu.Unlock()
+	for _, n := range nodes {
+		if err := n.NS.close(); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+		}
+	}
+	if s.NS != nil {
+		if err := s.NS.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.Dir != "" {
+		if err := os.RemoveAll(s.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", s.Dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// waitOperUp polls (for at most 5s) until the link is operationally up.
+func waitOperUp(n *NS, name string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l, err := n.Netlink.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("%s: finding %s: %w", n.Name, name, err)
+		}
+		if l.Attrs().OperState == netlink.OperUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %s not up after 5s (state %s)", n.Name, name, l.Attrs().OperState)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

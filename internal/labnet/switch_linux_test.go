@@ -1,0 +1,192 @@
+package labnet
+
+import (
+	"context"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// newTestSwitch starts a switch whose removal is registered before it
+// exists, so a failing test still cleans up.
+func newTestSwitch(t *testing.T, opts Options) *Switch {
+	t.Helper()
+	var sw *Switch
+	t.Cleanup(func() {
+		if sw == nil {
+			return
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(sw.LogPath()); err == nil {
+				t.Logf("dnsmasq log:\n%s", b)
+			}
+		}
+		if err := sw.Close(); err != nil {
+			t.Errorf("closing switch: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	sw, err = NewSwitch(ctx, opts)
+	if err != nil {
+		t.Fatalf("NewSwitch: %v", err)
+	}
+	return sw
+}
+
+func TestDnsmasqConfigGolden(t *testing.T) {
+	o, err := Options{DnsmasqExtra: []string{"dhcp-option=option:classless-static-route,198.51.100.0/24,192.0.2.1"},
+		Records: map[string]netip.Addr{"api.lab.example": netip.MustParseAddr("192.0.2.10")}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dnsmasqConfig{Bridge: BridgeName, Dir: "/DIR", Gateway4: o.Gateway4, Gateway6: o.Gateway6,
+		Range4: o.Range4, Range6: o.Range6, Lease: o.LeaseTime, Domain: o.Domain, Records: o.Records, Extra: o.DnsmasqExtra}
+	got := c.render()
+	golden := filepath.Join("testdata", "dnsmasq.conf")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading golden (run with -update to create): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("dnsmasq.conf (-want +got):\n%s", diff)
+	}
+}
+
+func TestOptionsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"short lease", Options{LeaseTime: time.Minute}, "leaseTime: 1m0s is below dnsmasq's minimum of 2m"},
+		{"v4 range outside", Options{Range4: [2]netip.Addr{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.9")}}, "range4[0]: 198.51.100.1 is outside 192.0.2.0/24"},
+		{"v6 gateway is v4", Options{Gateway6: netip.MustParsePrefix("192.0.2.1/24")}, "gateway6: 192.0.2.1/24 is not an IPv6 prefix"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.o.withDefaults()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseLeases(t *testing.T) {
+	in := "1700000120 52:54:00:12:34:56 192.0.2.150 node1 01:52:54:00:12:34:56\n" +
+		"duid 00:01:00:01:2c:00:00:00:aa:bb:cc:dd:ee:ff\n" +
+		"1700000120 1234 2001:db8::150 * 00:03:00:01:52:54:00:12:34:56\n"
+	recs, err := parseLeases(bufioScanner(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []LeaseRecord{
+		{Expiry: time.Unix(1700000120, 0), HWAddr: "52:54:00:12:34:56", Addr: netip.MustParseAddr("192.0.2.150"), Hostname: "node1", ClientID: "01:52:54:00:12:34:56"},
+		{Expiry: time.Unix(1700000120, 0), HWAddr: "1234", Addr: netip.MustParseAddr("2001:db8::150"), Hostname: "*", ClientID: "00:03:00:01:52:54:00:12:34:56"},
+	}
+	if diff := cmp.Diff(want, recs, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("leases (-want +got):\n%s", diff)
+	}
+	if _, err := parseLeases(bufioScanner("garbage\n")); err == nil || !strings.Contains(err.Error(), "leases line 1") {
+		t.Errorf("garbage: error %v, want one naming line 1", err)
+	}
+}
+
+func TestSwitchAndNode(t *testing.T) {
+	sw := newTestSwitch(t, Options{})
+	node, err := sw.AddNode("node1", "eth0", "eth1", "eth2")
+	if err != nil {
+		t.Fatalf("AddNode: %v", err)
+	}
+	for i, nic := range node.NICs {
+		l, err := node.NS.Netlink.LinkByName(nic)
+		if err != nil {
+			t.Fatalf("node %s: %v", nic, err)
+		}
+		if l.Type() != "veth" || l.Attrs().Flags&unix.IFF_UP == 0 {
+			t.Errorf("node %s: type %s flags %v, want veth up", nic, l.Type(), l.Attrs().Flags)
+		}
+		p, err := sw.NS.Netlink.LinkByName(node.Peers[i])
+		if err != nil {
+			t.Fatalf("switch %s: %v", node.Peers[i], err)
+		}
+		br, err := sw.NS.Netlink.LinkByName(BridgeName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Attrs().MasterIndex != br.Attrs().Index {
+			t.Errorf("switch %s: master %d, want %s (%d)", node.Peers[i], p.Attrs().MasterIndex, BridgeName, br.Attrs().Index)
+		}
+		// The node's NICs carry no address: configuring them is not ours.
+		addrs, err := node.NS.Netlink.AddrList(l, netlink.FAMILY_V4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(addrs) != 0 {
+			t.Errorf("node %s: IPv4 addresses %v, want none", nic, addrs)
+		}
+	}
+	b, err := os.ReadFile(node.ResolvConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "nameserver 192.0.2.1\nnameserver 2001:db8::1\nsearch lab.example\n"; !strings.HasSuffix(string(b), want) {
+		t.Errorf("resolv.conf = %q, want suffix %q", b, want)
+	}
+	// dnsmasq runs in the switch namespace: its network namespace is not ours.
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := os.Readlink("/proc/" + itoa(sw.dnsmasq.Process.Pid) + "/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theirs == self {
+		t.Errorf("dnsmasq runs in the test's own network namespace %s", self)
+	}
+}
+
+func TestCloseRemovesEverything(t *testing.T) {
+	sw := newTestSwitch(t, Options{})
+	node, err := sw.AddNode("node1", "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := sw.dnsmasq.Process.Pid
+	paths := []string{sw.NS.Path, node.NS.Path, sw.Dir}
+	if err := sw.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still exists after Close (stat error %v)", p, err)
+		}
+	}
+	if err := unix.Kill(pid, 0); err == nil {
+		t.Errorf("dnsmasq pid %d still alive after Close", pid)
+	}
+	if err := sw.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
