@@ -27,7 +27,7 @@ test: setup ## the whole test suite
 	$(MAKE) test-kernel
 
 test-kernel: setup ## backend tests under qemu on Debian's full kernel (bonding, 8021q, vrf, ...)
-	@echo "test-kernel: no kernel-lane tests yet"
+	@bash hack/kernel-lane/run.sh
 
 demo: setup build ## a local cluster, example policies, their result
 	hack/demo.sh

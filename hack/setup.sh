@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(etcd-server iproute2 dnsmasq openvswitch-switch qemu-system-x86 busybox-static cpio kmod ca-certificates)
+packages=(etcd-server iproute2 dnsmasq openvswitch-switch qemu-system-x86 busybox-static cpio kmod xz-utils zstd ca-certificates)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# The kernel lane (`make test-kernel`): runs the -tags qemu test binaries of
+# the packages listed in hack/kernel-lane/packages inside a qemu guest that
+# boots Debian's own kernel (linux-image-amd64), because this VM's kernel
+# lacks bonding, 8021q, dummy, VRF, team, openvswitch and bridge VLAN
+# filtering. Steps:
+#   1. fetch the kernel .deb with apt, extract vmlinuz (and the vmlinux ELF
+#      inside it) + modules into .cache/kernel-lane/ (reused while the
+#      Debian version is unchanged);
+#   2. build a busybox initramfs with the modules (and their dependencies
+#      from modules.dep), the test binaries and init.sh as /init;
+#   3. boot it under qemu (TCG), serial console to a log file;
+#   4. read the sentinels from the log: the lane fails when a binary fails,
+#      a test is skipped, a module does not load, or the guest does not
+#      reach the end.
+#
+# Environment knobs (all optional):
+#   KERNEL_LANE_TIMEOUT       whole-guest wall-clock limit in seconds (1800)
+#   KERNEL_LANE_BOOT_TIMEOUT  limit in seconds for the guest to reach /init (300)
+#   KERNEL_LANE_TEST_TIMEOUT  -test.timeout of each binary in the guest (20m)
+#   KERNEL_LANE_SMP           guest CPUs (2)
+#   KERNEL_LANE_MEM           guest memory in MiB (1024)
+#   KERNEL_LANE_PACKAGES      space-separated packages instead of the packages file
+#   KERNEL_LANE_KEEP          keep the work dir (initramfs, serial log) if set
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+lane=hack/kernel-lane
+cache=$repo/.cache/kernel-lane
+
+timeout_s=${KERNEL_LANE_TIMEOUT:-1800}
+boot_timeout_s=${KERNEL_LANE_BOOT_TIMEOUT:-300}
+test_timeout=${KERNEL_LANE_TEST_TIMEOUT:-20m}
+smp=${KERNEL_LANE_SMP:-2}
+mem=${KERNEL_LANE_MEM:-1024}
+sentinel='@@KNM-LANE@@'
+
+log() { echo "kernel-lane: $*"; }
+die() { echo "kernel-lane: error: $*" >&2; exit 1; }
+
+start=$(date +%s.%N)
+elapsed() { awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }'; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/knm-kernel-lane.XXXXXX")
+qemu_pid=
+# shellcheck disable=SC2317 # reached through the EXIT trap
+cleanup() {
+	local rc=$?
+	if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
+		kill "$qemu_pid" 2>/dev/null || true
+		wait "$qemu_pid" 2>/dev/null || true
+	fi
+	if [[ -n ${KERNEL_LANE_KEEP:-} ]]; then
+		log "kept work dir $work"
+	else
+		rm -rf "$work"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "kernel-lane: error: command failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for tool in qemu-system-x86_64 apt-get dpkg-deb depmod modprobe cpio flock go /bin/busybox; do
+	command -v "$tool" >/dev/null || die "$tool not found; run make setup"
+done
+
+# ---- 1. Debian's kernel -------------------------------------------------
+
+# kernel_package prints "NAME VERSION" of the linux-image-*-amd64 package
+# the linux-image-amd64 metapackage currently depends on.
+kernel_package() {
+	local name version
+	name=$(apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '$1 == "Depends:" && $2 ~ /^linux-image-.*-amd64$/ { print $2; exit }')
+	[[ -n $name ]] || return 1
+	version=$(apt-cache policy "$name" 2>/dev/null | awk '$1 == "Candidate:" { print $2; exit }')
+	[[ -n $version && $version != "(none)" ]] || return 1
+	echo "$name $version"
+}
+
+# download_kernel NAME VERSION: fetch the .deb into $work/deb; fails
+# (without exiting) when apt cannot get it, so the caller can refresh.
+download_kernel() {
+	local name=$1 version=$2
+	rm -rf "$work/deb" && mkdir -p "$work/deb"
+	log "downloading $name $version"
+	# The _apt sandbox user cannot write into a mktemp dir; we are root anyway.
+	(cd "$work/deb" && apt-get download -q -o APT::Sandbox::User=root "$name=$version" >/dev/null)
+}
+
+# extract_kernel NAME DIR: unpack $work/deb/*.deb into DIR (DIR/vmlinuz,
+# DIR/root/lib/modules/KVER with a fresh modules.dep, DIR/kver), atomically.
+extract_kernel() {
+	local name=$1 dir=$2 x=$work/extract moddir kver
+	rm -rf "$x" "$dir.tmp"
+	dpkg-deb -x "$work"/deb/*.deb "$x"
+	# Debian 12 ships /lib/modules; later releases ship /usr/lib/modules.
+	moddir=$(find "$x/lib/modules" "$x/usr/lib/modules" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -1 || true)
+	[[ -n $moddir ]] || die "$name: no lib/modules in the package"
+	kver=$(basename "$moddir")
+	[[ -f $x/boot/vmlinuz-$kver ]] || die "$name: no boot/vmlinuz-$kver in the package"
+	mkdir -p "$dir.tmp/root/lib/modules"
+	mv "$x/boot/vmlinuz-$kver" "$dir.tmp/vmlinuz"
+	mv "$moddir" "$dir.tmp/root/lib/modules/$kver"
+	# The package does not ship modules.dep (its postinst makes it).
+	depmod -b "$dir.tmp/root" "$kver"
+	echo "$kver" >"$dir.tmp/kver"
+	rm -rf "$work/deb" "$x" "$dir"
+	mv "$dir.tmp" "$dir"
+}
+
+mkdir -p "$cache/kernel"
+# One lane at a time fills the cache (two fresh clones never share it, but
+# two runs in one work tree might).
+exec 9>"$cache/.lock"
+flock -w 900 9 || die "another kernel lane holds $cache/.lock"
+
+pkg=$(kernel_package) || pkg=
+if [[ -n $pkg && ! -f $cache/kernel/${pkg/ /_}/kver ]] && ! download_kernel "${pkg% *}" "${pkg#* }"; then
+	pkg= # stale apt lists (the version rotated away): refresh below
+fi
+if [[ -z $pkg ]]; then
+	log "refreshing apt lists"
+	apt-get update -qq || true
+	pkg=$(kernel_package) || pkg=
+	if [[ -n $pkg && ! -f $cache/kernel/${pkg/ /_}/kver ]] && ! download_kernel "${pkg% *}" "${pkg#* }"; then
+		die "apt-get download of $pkg failed"
+	fi
+fi
+if [[ -n $pkg ]]; then
+	read -r kname kversion <<<"$pkg"
+	kdir=$cache/kernel/${kname}_${kversion}
+	if [[ -f $kdir/kver ]]; then
+		log "using cached $kname $kversion"
+	else
+		extract_kernel "$kname" "$kdir"
+		# Only the current version is kept.
+		find "$cache/kernel" -mindepth 1 -maxdepth 1 ! -path "$kdir" -exec rm -rf {} +
+	fi
+else
+	# apt cannot resolve the kernel (no network): use what is cached.
+	kdir=$(find "$cache/kernel" -mindepth 1 -maxdepth 1 -type d ! -name '*.tmp' | sort | tail -1)
+	[[ -n $kdir && -f $kdir/kver ]] || die "cannot resolve linux-image-amd64 with apt and no kernel is cached"
+	log "warning: apt cannot resolve linux-image-amd64; using cached $(basename "$kdir")"
+fi
+# vmlinux: the ELF inside the bzImage, found by its compressor's magic.
+if [[ ! -f $kdir/vmlinux && ! -f $kdir/vmlinux.none ]]; then
+	off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$kdir/vmlinuz" | head -1 | cut -d: -f1 || true)
+	# xz stops after its stream, so tail may die of SIGPIPE: not an error.
+	if [[ -n $off ]] && { tail -c +$((off + 1)) "$kdir/vmlinuz" || true; } | xz -dc --single-stream >"$kdir/vmlinux.tmp" 2>/dev/null &&
+		[[ $(head -c 4 "$kdir/vmlinux.tmp") == $'\x7fELF' ]]; then
+		mv "$kdir/vmlinux.tmp" "$kdir/vmlinux"
+	else
+		rm -f "$kdir/vmlinux.tmp"
+		touch "$kdir/vmlinux.none" # not xz: boot the bzImage
+	fi
+fi
+exec 9>&-
+kver=$(cat "$kdir/kver")
+log "kernel $kver ready ($(elapsed)s)"
+
+# ---- 2. initramfs ---------------------------------------------------------
+
+root=$work/root
+mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,etc/lane,lib/modules,pkg}
+cp /bin/busybox "$root/bin/busybox"
+ln -s busybox "$root/bin/sh"
+install -m 0755 "$lane/init.sh" "$root/init"
+{
+	printf 'LANE_TEST_TIMEOUT=%q\n' "$test_timeout"
+} >"$root/etc/lane/env"
+
+# Modules: resolve each listed module's dependencies (in load order) with
+# modprobe against the extracted tree, ignoring the host's modprobe.d.
+declare -A seen=()
+modlist=$root/etc/lane/modules
+: >"$modlist"
+while read -r mod params; do
+	[[ -z $mod || $mod == \#* ]] && continue
+	deps=$(modprobe -C /dev/null -d "$kdir/root" -S "$kver" --show-depends "$mod") ||
+		die "module $mod: not found in $kver"
+	while read -r kind path _; do
+		[[ $kind == insmod ]] || continue # "builtin NAME": nothing to load
+		[[ -n ${seen[$path]:-} ]] && continue
+		seen[$path]=1
+		base=$(basename "$path")
+		case $base in
+		*.ko) cp "$path" "$root/lib/modules/$base" ;;
+		*.ko.xz) base=${base%.xz} && xz -dc "$path" >"$root/lib/modules/$base" ;;
+		*.ko.zst) base=${base%.zst} && zstd -qdc "$path" >"$root/lib/modules/$base" ;;
+		*.ko.gz) base=${base%.gz} && gzip -dc "$path" >"$root/lib/modules/$base" ;;
+		*) die "module file $path: unknown compression" ;;
+		esac
+		# Parameters belong to the listed module only, not to its deps.
+		if [[ $(basename "$path") == "$mod.ko"* || $(basename "$path") == "${mod//-/_}.ko"* ]]; then
+			echo "$base $params" >>"$modlist"
+		else
+			echo "$base" >>"$modlist"
+		fi
+	done <<<"$deps"
+done <"$lane/modules"
+log "$(wc -l <"$modlist") modules staged"
+
+# Test binaries: one per listed package, run in a copy of its directory's
+# testdata so relative paths resolve as under go test.
+testlist=$root/etc/lane/tests
+: >"$testlist"
+pkgs=()
+while read -r p _; do
+	[[ -z $p || $p == \#* ]] && continue
+	p=${p#./}
+	if [[ ! -d $p ]]; then
+		log "skip $p: package does not exist yet"
+		continue
+	fi
+	bin=$(echo "$p" | tr '/.' '__').test
+	mkdir -p "$root/pkg/$p"
+	# make test vets without the tag; the qemu-only files are vetted here.
+	go vet -tags qemu "./$p" </dev/null
+	CGO_ENABLED=0 go test -c -tags qemu -o "$root/pkg/$p/$bin" "./$p" </dev/null
+	if [[ ! -f $root/pkg/$p/$bin ]]; then
+		log "skip $p: no test files"
+		continue
+	fi
+	[[ -d $p/testdata ]] && cp -r "$p/testdata" "$root/pkg/$p/testdata"
+	echo "$bin /pkg/$p" >>"$testlist"
+	pkgs+=("$p")
+done < <(if [[ -n ${KERNEL_LANE_PACKAGES:-} ]]; then tr ' ' '\n' <<<"$KERNEL_LANE_PACKAGES"; else cat "$lane/packages"; fi)
+((${#pkgs[@]})) || die "no test binaries built (check $lane/packages)"
+log "built ${#pkgs[@]} test binaries: ${pkgs[*]} ($(elapsed)s)"
+
+initrd=$work/initrd.cpio
+(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --owner=0:0 --quiet) >"$initrd"
+log "initramfs $(du -h "$initrd" | cut -f1) ($(elapsed)s)"
+
+# ---- 3. boot ----------------------------------------------------------------
+
+serial=$work/serial.log
+: >"$serial"
+esc=$'\x1b'
+# clean drops carriage returns and the terminal escapes firmware and kernel
+# print, and starts every sentinel on its own line (firmware text can
+# precede the first one).
+clean() {
+	sed -E -e $'s/\r//g' -e "s/$esc\\[[0-9;?]*[A-Za-z]//g" -e "s/${esc}c//g" \
+		-e "s/.*($sentinel)/\\1/"
+}
+# stream prints the serial log's complete lines written since the last call
+# (all of it with "final"), so CI shows the tests as they run.
+offset=0
+stream() {
+	local LC_ALL=C size chunk
+	size=$(stat -c %s "$serial")
+	((size > offset)) || return 0
+	chunk=$(tail -c +$((offset + 1)) "$serial" | head -c $((size - offset)); echo x)
+	chunk=${chunk%x}
+	if [[ ${1:-} != final ]]; then
+		[[ $chunk == *$'\n'* ]] || return 0
+		chunk=${chunk%$'\n'*}$'\n'
+	fi
+	offset=$((offset + ${#chunk}))
+	[[ $chunk == *$'\n' ]] || chunk+=$'\n'
+	printf '%s' "$chunk" | clean | sed -e "s/^$sentinel /kernel-lane: guest: /"
+}
+# boot KERNEL: run the guest once, streaming its console; sets booted (s to
+# /init, empty if never reached) and guest_s. panic=-1 + -no-reboot end the
+# VM if /init dies; loglevel=3 keeps kernel chatter out of the test output.
+# TCG: KVM is listed on these VMs but hangs.
+boot() {
+	local kernel=$1 boot_start deadline boot_deadline
+	: >"$serial"
+	offset=0
+	booted=
+	boot_start=$(date +%s.%N)
+	qemu-system-x86_64 \
+		-accel tcg -cpu max -smp "$smp" -m "$mem" \
+		-nodefaults -nographic -no-reboot -monitor none -nic none \
+		-serial "file:$serial" \
+		-kernel "$kernel" -initrd "$initrd" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init" \
+		</dev/null >"$work/qemu.out" 2>&1 &
+	qemu_pid=$!
+	log "guest booting $(basename "$kernel") (qemu pid $qemu_pid, timeout ${timeout_s}s)"
+	deadline=$(($(date +%s) + timeout_s))
+	boot_deadline=$(($(date +%s) + boot_timeout_s))
+	while kill -0 "$qemu_pid" 2>/dev/null; do
+		stream
+		if [[ -z $booted ]] && grep -q "$sentinel BOOTED" "$serial" 2>/dev/null; then
+			booted=$(awk -v s="$boot_start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }')
+			log "guest booted in ${booted}s"
+		fi
+		if [[ -z $booted ]] && (($(date +%s) > boot_deadline)); then
+			log "guest did not reach /init within ${boot_timeout_s}s; killing qemu"
+			kill "$qemu_pid" 2>/dev/null || true
+			break
+		fi
+		if (($(date +%s) > deadline)); then
+			log "guest did not finish within ${timeout_s}s; killing qemu"
+			kill "$qemu_pid" 2>/dev/null || true
+			break
+		fi
+		sleep 0.2
+	done
+	wait "$qemu_pid" 2>/dev/null || true
+	qemu_pid=
+	stream final
+	guest_s=$(awk -v s="$boot_start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }')
+}
+
+# The uncompressed vmlinux boots through its PVH entry and skips the
+# in-guest xz decompression, seconds under TCG. If it does not reach /init,
+# the lane boots the regular bzImage once more before judging.
+if [[ -f $kdir/vmlinux ]]; then
+	boot "$kdir/vmlinux"
+	if ! grep -q "$sentinel BOOTED" "$serial"; then
+		log "guest did not reach /init from vmlinux (qemu: $(tail -n 3 "$work/qemu.out" | tr '\n' ' ')); retrying with vmlinuz"
+		boot "$kdir/vmlinuz"
+	fi
+else
+	boot "$kdir/vmlinuz"
+fi
+
+# ---- 4. results -------------------------------------------------------------
+
+clean <"$serial" >"$work/serial.txt"
+
+fail=0
+if ! grep -q "^$sentinel BOOTED" "$work/serial.txt"; then
+	log "FAIL: the guest never reached /init; qemu said:"
+	tail -n 20 "$work/qemu.out"
+	fail=1
+elif ! grep -q "^$sentinel DONE" "$work/serial.txt"; then
+	log "FAIL: the guest did not reach the final sentinel"
+	fail=1
+fi
+if grep -q "^$sentinel BOOTED" "$work/serial.txt" && ! grep -q "^$sentinel MODULES 0$" "$work/serial.txt"; then
+	log "FAIL: some kernel modules did not load:"
+	grep -i 'insmod' "$work/serial.txt" || true
+	fail=1
+fi
+module=$(go list -m)
+while read -r bin dir; do
+	pkg=$module/${dir#/pkg/}
+	rc=$(awk -v s="$sentinel" -v b="$bin" '$1 == s && $2 == "RESULT" && $3 == b { print $4 }' "$work/serial.txt")
+	if [[ -z $rc ]]; then
+		printf 'FAIL\t%s\t(kernel lane: did not finish)\n' "$pkg"
+		fail=1
+	elif [[ $rc != 0 ]]; then
+		printf 'FAIL\t%s\t(kernel lane: exit %s)\n' "$pkg" "$rc"
+		fail=1
+	else
+		printf 'ok  \t%s\t(kernel lane)\n' "$pkg"
+	fi
+done <"$testlist"
+# The lane exists so these tests run: a skip is a failure here.
+if grep -q -- '--- SKIP' "$work/serial.txt"; then
+	log "FAIL: tests were skipped in the guest (they must run here):"
+	grep -- '--- SKIP' "$work/serial.txt"
+	fail=1
+fi
+
+passed=$(grep -c '^--- PASS' "$work/serial.txt" || true)
+failed=$(grep -c '^--- FAIL' "$work/serial.txt" || true)
+skipped=$(grep -c '^--- SKIP' "$work/serial.txt" || true)
+log "kernel $kver, guest boot ${booted:-?}s, guest total ${guest_s}s, lane total $(elapsed)s"
+if ((fail)); then
+	cp "$work/serial.txt" "$cache/last-serial.log"
+	log "serial log kept in $cache/last-serial.log"
+	((failed)) || failed=1
+fi
+summary="kernel-lane: $passed passed, $failed failed"
+if ((skipped)); then
+	summary+=", $skipped skipped"
+fi
+echo "$summary"
+exit "$fail"
