@@ -40,6 +40,7 @@ func newRootCmd() *cobra.Command {
 		newWebhookCmd(),
 		newLabCmd(),
 		newBenchCmd(),
+		newControlplaneCmd(),
 	)
 	return root
 }

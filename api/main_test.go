@@ -1,0 +1,14 @@
+package api
+
+import (
+	"os"
+	"testing"
+
+	"github.com/knmstate/knmstate/internal/testenv"
+)
+
+// env is the control plane every API test of this package shares; tests
+// use distinct object names so they do not interfere.
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m, &env)) }
