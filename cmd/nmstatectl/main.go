@@ -20,6 +20,7 @@ type globalOptions struct {
 	netns      string
 	resolvConf string
 	stateDir   string
+	utsNS      string
 	verbose    int
 	quiet      bool
 }
@@ -56,6 +57,7 @@ func newRootCmd() *cobra.Command {
 	pf.StringVar(&g.netns, "netns", "", "network namespace to act on (name under /run/netns or a path); default: this process's namespace")
 	pf.StringVar(&g.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolv.conf file that holds the DNS configuration")
 	pf.StringVar(&g.stateDir, "state-dir", "/var/lib/knmstate", "directory for checkpoints and runtime state")
+	pf.StringVar(&g.utsNS, "uts-ns", "", "UTS namespace (a path such as /proc/self/ns/uts) whose hostname is shown and set; default: hostname is not managed")
 	pf.CountVarP(&g.verbose, "verbose", "v", "more log output (repeatable)")
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "no log output")
 
@@ -69,6 +71,7 @@ func newRootCmd() *cobra.Command {
 		newPolicyCmd(g),
 		newServiceCmd(g),
 		newVersionCmd(),
+		newWatchdogCmd(g),
 	)
 	return root
 }

@@ -1,14 +1,153 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/knmstate/knmstate/pkg/nmstate"
+)
+
+type showOptions struct {
+	node nodeAddr
+	// ifaces limits the output to these interfaces and the routes and
+	// rules through them; empty = everything.
+	ifaces        []string
+	json          bool
+	runningConfig bool
+}
 
 func newShowCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	o := &showOptions{}
+	cmd := &cobra.Command{
 		Use:     "show [IFNAME...]",
 		Aliases: []string{"s"},
 		Short:   "Show the current network state",
+		Long: "Print the network state of the node as YAML (or JSON). With IFNAME, only those " +
+			"interfaces (exact names), the routes through them and the route rules that use those " +
+			"routes' tables. --running-config leaves out what is not configuration: dynamic " +
+			"(DHCP/SLAAC) addresses, running routes, running DNS and LLDP neighbors.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return notImplemented("show")
+			o.node = g.node()
+			o.ifaces = args
+			return runShow(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON instead of YAML")
+	cmd.Flags().BoolVarP(&o.runningConfig, "running-config", "r", false, "show only the configuration, not dynamic state")
+	return cmd
+}
+
+func runShow(ctx context.Context, stdout io.Writer, o *showOptions) error {
+	b, err := openKernel(ctx, o.node)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	s, err := b.Show(ctx)
+	if err != nil {
+		return fmt.Errorf("show: %w", err)
+	}
+	if o.runningConfig {
+		s = runningConfig(s)
+	}
+	if len(o.ifaces) > 0 {
+		s = onlyInterfaces(s, o.ifaces)
+	}
+	sortInterfaces(s)
+	enc := nmstate.EncodeYAML
+	if o.json {
+		enc = nmstate.EncodeJSON
+	}
+	out, err := enc(s)
+	if err != nil {
+		return fmt.Errorf("show: %w", err)
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+// sortInterfaces orders interfaces by name (then type), as nmstatectl
+// show does.
+func sortInterfaces(s *nmstate.State) {
+	slices.SortStableFunc(s.Interfaces, func(a, b nmstate.Interface) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.Type), string(b.Type))
+	})
+}
+
+// runningConfig drops what is reported but not configuration.
+func runningConfig(s *nmstate.State) *nmstate.State {
+	c := s.Clone()
+	for i := range c.Interfaces {
+		ifc := &c.Interfaces[i]
+		for _, ip := range []*nmstate.IPConfig{ifc.IPv4, ifc.IPv6} {
+			if ip == nil || ip.Address == nil {
+				continue
+			}
+			ip.Address = slices.DeleteFunc(ip.Address, func(a nmstate.Address) bool { return a.IsDynamic() })
+		}
+		if ifc.LLDP != nil {
+			ifc.LLDP.Neighbors = nil
+		}
+	}
+	if c.Routes != nil {
+		c.Routes.Running = nil
+	}
+	if c.DNSResolver != nil {
+		c.DNSResolver.Running = nil
+	}
+	return c
+}
+
+// onlyInterfaces keeps the named interfaces, the routes whose next hop is
+// one of them and the rules that look up those routes' tables.
+func onlyInterfaces(s *nmstate.State, names []string) *nmstate.State {
+	keep := map[string]bool{}
+	for _, n := range names {
+		keep[n] = true
+	}
+	out := &nmstate.State{Interfaces: []nmstate.Interface{}}
+	for _, i := range s.Interfaces {
+		if keep[i.Name] {
+			out.Interfaces = append(out.Interfaces, i)
+		}
+	}
+	tables := map[uint32]bool{}
+	via := func(rs []nmstate.Route) []nmstate.Route {
+		if rs == nil {
+			return nil
+		}
+		kept := []nmstate.Route{}
+		for _, r := range rs {
+			if r.NextHopInterface != nil && keep[*r.NextHopInterface] {
+				kept = append(kept, r)
+				t := uint32(254)
+				if r.TableID != nil && *r.TableID != 0 {
+					t = *r.TableID
+				}
+				tables[t] = true
+			}
+		}
+		return kept
+	}
+	if s.Routes != nil {
+		out.Routes = &nmstate.Routes{Config: via(s.Routes.Config), Running: via(s.Routes.Running)}
+	}
+	if s.RouteRules != nil {
+		rules := []nmstate.RouteRule{}
+		for _, r := range s.RouteRules.Config {
+			if r.RouteTable != nil && tables[*r.RouteTable] {
+				rules = append(rules, r)
+			}
+		}
+		out.RouteRules = &nmstate.RouteRules{Config: rules}
+	}
+	return out
 }

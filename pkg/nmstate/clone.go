@@ -65,10 +65,21 @@ func deepCopy(v reflect.Value) reflect.Value {
 		if t == addrType || t == prefixType {
 			return v
 		}
+		// Copy the struct at once, then replace only the fields that hold
+		// references (t.Field per field is what made Clone slow).
 		s := reflect.New(t).Elem()
+		s.Set(v)
 		for i := 0; i < t.NumField(); i++ {
-			if t.Field(i).IsExported() {
-				s.Field(i).Set(deepCopy(v.Field(i)))
+			switch f := s.Field(i); f.Kind() {
+			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+				// nil stays nil: the shallow copy already holds it.
+				if !f.IsNil() && f.CanSet() {
+					f.Set(deepCopy(v.Field(i)))
+				}
+			case reflect.Struct:
+				if f.CanSet() {
+					f.Set(deepCopy(v.Field(i)))
+				}
 			}
 		}
 		return s

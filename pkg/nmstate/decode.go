@@ -1,13 +1,13 @@
 package nmstate
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -40,7 +40,7 @@ func DecodeNode(n *yaml.Node) (*State, error) {
 		n = n.Content[0]
 	}
 	d := newDecoder()
-	d.value(n, "", reflect.ValueOf(s).Elem(), fieldInfo{})
+	d.value(fromYAML(n), reflect.ValueOf(s).Elem(), fieldInfo{})
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
@@ -59,7 +59,7 @@ func decodeState(data []byte) (*State, ErrorList) {
 		return s, nil
 	}
 	d := newDecoder()
-	d.value(root, "", reflect.ValueOf(s).Elem(), fieldInfo{})
+	d.value(root, reflect.ValueOf(s).Elem(), fieldInfo{})
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
@@ -78,23 +78,35 @@ func (s *State) postDecode() {
 
 // parseText turns YAML or JSON text into a node tree; nil for an empty
 // document. JSON goes through encoding/json so that JSON-only syntax (tabs)
-// is accepted; YAML 1.2 is otherwise a superset.
-func parseText(text string) (*yaml.Node, error) {
+// is accepted; YAML 1.2 is otherwise a superset. Each first goes through a
+// fast parser (parseJSONFast, parseYAMLFast) that builds the identical tree
+// for the plain documents states are, and gives up on anything else; the
+// general parsers then decide, so errors are always theirs.
+func parseText(text string) (*dnode, error) {
 	trimmed := strings.TrimSpace(text)
 	var jsonErr error
 	if strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
+		if n, ok := parseJSONFast(text); ok {
+			return n, nil
+		}
 		n, err := parseJSON(text)
 		if err == nil {
-			return n, nil
+			return fromYAML(n), nil
 		}
 		// Could still be YAML flow style ({interfaces: [...]}).
 		jsonErr = err
+	}
+	if n, ok := parseYAMLFast(text); ok {
+		return n, nil
 	}
 	n, err := parseYAML(text)
 	if err != nil && jsonErr != nil {
 		return nil, jsonErr
 	}
-	return n, err
+	if err != nil || n == nil {
+		return nil, err
+	}
+	return fromYAML(n), nil
 }
 
 func parseYAML(text string) (*yaml.Node, error) {
@@ -119,7 +131,14 @@ func parseYAML(text string) (*yaml.Node, error) {
 func parseJSON(text string) (*yaml.Node, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
-	lineOf := func(off int64) int { return bytes.Count([]byte(text[:off]), []byte("\n")) + 1 }
+	// Offsets only grow, so newlines are counted once (not from the
+	// start of the text for every token).
+	line, counted := 1, 0
+	lineOf := func(off int64) int {
+		line += strings.Count(text[counted:off], "\n")
+		counted = int(off)
+		return line
+	}
 	var read func() (*yaml.Node, error)
 	read = func() (*yaml.Node, error) {
 		line := lineOf(dec.InputOffset())
@@ -186,14 +205,22 @@ var (
 	shorthandType = reflect.TypeFor[boolShorthander]()
 )
 
-// decoder walks a yaml.Node tree and fills Go values through reflection
-// over `nms` struct tags, collecting every error with its path.
+// decoder walks a node tree (dnode) and fills Go values through
+// reflection over `nms` struct tags, collecting every error with its path.
 type decoder struct {
 	errs   ErrorList
 	fields map[reflect.Type][]fieldInfo
+	// byKey indexes fields (keys and aliases) per struct type, and kinds
+	// caches what a string type needs, so the walk does no per-value
+	// reflection beyond reading and setting.
+	byKey map[reflect.Type]map[string][]int
+	kinds map[reflect.Type]*stringKind
 	// ifaceType is the type of the interface being decoded, which selects
 	// the type-specific sections it may carry.
 	ifaceType InterfaceType
+	// steps is the path of the value being decoded; Path strings are
+	// only built for errors.
+	steps []pathStep
 	// budget bounds the work on documents that expand YAML aliases
 	// exponentially ("billion laughs"); real states are far smaller.
 	budget int
@@ -202,15 +229,68 @@ type decoder struct {
 const maxValues = 1_000_000
 
 func newDecoder() *decoder {
-	return &decoder{fields: map[reflect.Type][]fieldInfo{}, budget: maxValues}
+	return &decoder{fields: map[reflect.Type][]fieldInfo{}, byKey: map[reflect.Type]map[string][]int{},
+		kinds: map[reflect.Type]*stringKind{}, budget: maxValues}
 }
 
-// deref follows YAML aliases to the anchored node.
-func deref(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
+// pathStep is one step of a decoding path: a mapping key or a list index.
+type pathStep struct {
+	key   string
+	index int
+	isKey bool
+}
+
+// path renders the current decoding path.
+func (d *decoder) path() Path {
+	var p Path
+	for _, s := range d.steps {
+		if s.isKey {
+			p = p.Key(s.key)
+		} else {
+			p = p.Index(s.index)
+		}
 	}
-	return n
+	return p
+}
+
+// stringKind is what decoding into a string type involves.
+type stringKind struct {
+	enum      *enumSpec
+	normalize normalizer
+}
+
+func (d *decoder) stringKindOf(t reflect.Type) *stringKind {
+	k, ok := d.kinds[t]
+	if !ok {
+		k = &stringKind{}
+		if t.Implements(enumerType) {
+			spec := reflect.Zero(t).Interface().(enumer).enumSpec()
+			k.enum = &spec
+		}
+		if t.Implements(normalizeType) {
+			k.normalize = reflect.Zero(t).Interface().(normalizer)
+		}
+		d.kinds[t] = k
+	}
+	return k
+}
+
+// fieldsByKey maps every accepted spelling of a key of t to the indexes
+// (into fieldsOf(t)) of the fields it may name, in field order.
+func (d *decoder) fieldsByKey(t reflect.Type) map[string][]int {
+	m, ok := d.byKey[t]
+	if !ok {
+		m = map[string][]int{}
+		for j, f := range d.fieldsOf(t) {
+			for _, k := range append([]string{f.key}, f.aliases...) {
+				if !slices.Contains(m[k], j) {
+					m[k] = append(m[k], j)
+				}
+			}
+		}
+		d.byKey[t] = m
+	}
+	return m
 }
 
 func (d *decoder) fieldsOf(t reflect.Type) []fieldInfo {
@@ -222,19 +302,19 @@ func (d *decoder) fieldsOf(t reflect.Type) []fieldInfo {
 	return f
 }
 
-func (d *decoder) fail(n *yaml.Node, p Path, format string, args ...any) {
+func (d *decoder) fail(n *dnode, p Path, format string, args ...any) {
 	e := &Error{Kind: InvalidArgument, Path: p, Detail: fmt.Sprintf(format, args...)}
 	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
+		e.Line, e.Column = int(n.Line), int(n.Column)
 	}
 	d.errs = append(d.errs, e)
 }
 
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+func isNull(n *dnode) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
 
-func describe(n *yaml.Node) string {
+func describe(n *dnode) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -250,21 +330,20 @@ func describe(n *yaml.Node) string {
 }
 
 // scalar reports whether n is a non-null scalar, recording an error if not.
-func (d *decoder) scalar(n *yaml.Node, p Path, want string) bool {
+func (d *decoder) scalar(n *dnode, want string) bool {
 	if n.Kind != yaml.ScalarNode || isNull(n) {
-		d.fail(n, p, "expected %s, got %s", want, describe(n))
+		d.fail(n, d.path(), "expected %s, got %s", want, describe(n))
 		return false
 	}
 	return true
 }
 
 // value decodes n into v and reports success.
-func (d *decoder) value(n *yaml.Node, p Path, v reflect.Value, fi fieldInfo) bool {
-	n = deref(n)
+func (d *decoder) value(n *dnode, v reflect.Value, fi fieldInfo) bool {
 	d.budget--
 	if d.budget < 0 {
 		if d.budget == -1 {
-			d.fail(n, p, "document too large (more than %d values after alias expansion)", maxValues)
+			d.fail(n, d.path(), "document too large (more than %d values after alias expansion)", maxValues)
 		}
 		return false
 	}
@@ -276,13 +355,13 @@ func (d *decoder) value(n *yaml.Node, p Path, v reflect.Value, fi fieldInfo) boo
 			return true
 		}
 		nv := reflect.New(t.Elem())
-		if !d.value(n, p, nv.Elem(), fi) {
+		if !d.value(n, nv.Elem(), fi) {
 			return false
 		}
 		v.Set(nv)
 		return true
 	case t == addrType:
-		if !d.scalar(n, p, "an IP address") {
+		if !d.scalar(n, "an IP address") {
 			return false
 		}
 		if n.Value == "" && fi.empty {
@@ -290,13 +369,13 @@ func (d *decoder) value(n *yaml.Node, p Path, v reflect.Value, fi fieldInfo) boo
 		}
 		a, err := netip.ParseAddr(strings.TrimSpace(n.Value))
 		if err != nil {
-			d.fail(n, p, "%q is not an IP address", n.Value)
+			d.fail(n, d.path(), "%q is not an IP address", n.Value)
 			return false
 		}
 		v.Set(reflect.ValueOf(a))
 		return true
 	case t == prefixType:
-		if !d.scalar(n, p, "an IP prefix") {
+		if !d.scalar(n, "an IP prefix") {
 			return false
 		}
 		if n.Value == "" && fi.empty {
@@ -304,13 +383,14 @@ func (d *decoder) value(n *yaml.Node, p Path, v reflect.Value, fi fieldInfo) boo
 		}
 		pf, err := parsePrefix(n.Value)
 		if err != nil {
-			d.fail(n, p, "%v", err)
+			d.fail(n, d.path(), "%v", err)
 			return false
 		}
 		v.Set(reflect.ValueOf(pf))
 		return true
 	case t.Kind() == reflect.Interface:
-		x, err := decodeOpaque(n, p, &d.budget)
+		p := d.path()
+		x, err := decodeOpaque(n.yaml(), p, &d.budget)
 		if err != nil {
 			d.fail(n, p, "%v", strings.TrimPrefix(err.Error(), string(p)+": "))
 			return false
@@ -320,20 +400,22 @@ func (d *decoder) value(n *yaml.Node, p Path, v reflect.Value, fi fieldInfo) boo
 		}
 		return true
 	case t.Kind() == reflect.Struct:
-		return d.structValue(n, p, v)
+		return d.structValue(n, v)
 	case t.Kind() == reflect.Slice:
 		if isNull(n) {
 			v.SetZero()
 			return true
 		}
 		if n.Kind != yaml.SequenceNode {
-			d.fail(n, p, "expected a list, got %s", describe(n))
+			d.fail(n, d.path(), "expected a list, got %s", describe(n))
 			return false
 		}
 		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
 		ok := true
 		for i, c := range n.Content {
-			ok = d.value(c, p.Index(i), s.Index(i), fi) && ok
+			d.steps = append(d.steps, pathStep{index: i})
+			ok = d.value(c, s.Index(i), fi) && ok
+			d.steps = d.steps[:len(d.steps)-1]
 		}
 		v.Set(s)
 		return ok
@@ -343,51 +425,53 @@ func (d *decoder) value(n *yaml.Node, p Path, v reflect.Value, fi fieldInfo) boo
 			return true
 		}
 		if n.Kind != yaml.MappingNode {
-			d.fail(n, p, "expected a mapping, got %s", describe(n))
+			d.fail(n, d.path(), "expected a mapping, got %s", describe(n))
 			return false
 		}
 		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
 		ok := true
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			kn, vn := deref(n.Content[i]), n.Content[i+1]
-			if !d.scalar(kn, p, "a string key") {
+			kn, vn := n.Content[i], n.Content[i+1]
+			if !d.scalar(kn, "a string key") {
 				ok = false
 				continue
 			}
 			k := reflect.New(t.Key()).Elem()
 			k.SetString(kn.Value)
 			if m.MapIndex(k).IsValid() {
-				d.fail(kn, p.Key(kn.Value), "duplicate key")
+				d.fail(kn, d.path().Key(kn.Value), "duplicate key")
 				ok = false
 				continue
 			}
 			ev := reflect.New(t.Elem()).Elem()
-			if d.value(vn, p.Key(kn.Value), ev, fieldInfo{}) {
+			d.steps = append(d.steps, pathStep{key: kn.Value, isKey: true})
+			if d.value(vn, ev, fieldInfo{}) {
 				m.SetMapIndex(k, ev)
 			} else {
 				ok = false
 			}
+			d.steps = d.steps[:len(d.steps)-1]
 		}
 		v.Set(m)
 		return ok
 	case t.Kind() == reflect.String:
-		if !d.scalar(n, p, "a string") {
+		if !d.scalar(n, "a string") {
 			return false
 		}
 		s := n.Value
-		if t.Implements(enumerType) {
-			spec := reflect.Zero(t).Interface().(enumer).enumSpec()
+		kind := d.stringKindOf(t)
+		if spec := kind.enum; spec != nil {
 			c, ok := spec.canonical(strings.TrimSpace(s))
 			if !ok {
-				d.fail(n, p, "%q is not one of %s", s, strings.Join(spec.values, ", "))
+				d.fail(n, d.path(), "%q is not one of %s", s, strings.Join(spec.values, ", "))
 				return false
 			}
 			s = c
 		}
-		if t.Implements(normalizeType) {
-			c, err := reflect.Zero(t).Interface().(normalizer).normalize(s)
+		if kind.normalize != nil {
+			c, err := kind.normalize.normalize(s)
 			if err != nil {
-				d.fail(n, p, "%v", err)
+				d.fail(n, d.path(), "%v", err)
 				return false
 			}
 			s = c
@@ -395,40 +479,40 @@ func (d *decoder) value(n *yaml.Node, p Path, v reflect.Value, fi fieldInfo) boo
 		v.SetString(s)
 		return true
 	case t.Kind() == reflect.Bool:
-		if !d.scalar(n, p, "a boolean") {
+		if !d.scalar(n, "a boolean") {
 			return false
 		}
 		b, err := parseBool(n.Value)
 		if err != nil {
-			d.fail(n, p, "%v", err)
+			d.fail(n, d.path(), "%v", err)
 			return false
 		}
 		v.SetBool(b)
 		return true
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
-		if !d.scalar(n, p, "an integer") {
+		if !d.scalar(n, "an integer") {
 			return false
 		}
 		i, _, err := parseInt(n.Value, t.Bits(), true)
 		if err != nil {
-			d.fail(n, p, "%v", err)
+			d.fail(n, d.path(), "%v", err)
 			return false
 		}
 		v.SetInt(i)
 		return true
 	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
-		if !d.scalar(n, p, "an integer") {
+		if !d.scalar(n, "an integer") {
 			return false
 		}
 		_, u, err := parseInt(n.Value, t.Bits(), false)
 		if err != nil {
-			d.fail(n, p, "%v", err)
+			d.fail(n, d.path(), "%v", err)
 			return false
 		}
 		v.SetUint(u)
 		return true
 	}
-	d.fail(n, p, "internal error: cannot decode into %s", t)
+	d.fail(n, d.path(), "internal error: cannot decode into %s", t)
 	return false
 }
 
@@ -450,18 +534,18 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-func (d *decoder) structValue(n *yaml.Node, p Path, v reflect.Value) bool {
+func (d *decoder) structValue(n *dnode, v reflect.Value) bool {
 	t := v.Type()
 	if n.Kind == yaml.ScalarNode && !isNull(n) && t.Implements(shorthandType) {
 		key := reflect.Zero(t).Interface().(boolShorthander).boolShorthand()
 		for _, f := range d.fieldsOf(t) {
 			if f.key == key {
-				return d.value(n, p, v.Field(f.index), f)
+				return d.value(n, v.Field(f.index), f)
 			}
 		}
 	}
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, p, "expected a mapping, got %s", describe(n))
+		d.fail(n, d.path(), "expected a mapping, got %s", describe(n))
 		return false
 	}
 	fields := d.fieldsOf(t)
@@ -470,8 +554,8 @@ func (d *decoder) structValue(n *yaml.Node, p Path, v reflect.Value) bool {
 		defer func() { d.ifaceType = saved }()
 		d.ifaceType = ""
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if deref(n.Content[i]).Value == "type" {
-				if c, ok := InterfaceType("").enumSpec().canonical(strings.TrimSpace(deref(n.Content[i+1]).Value)); ok {
+			if n.Content[i].Value == "type" {
+				if c, ok := InterfaceType("").enumSpec().canonical(strings.TrimSpace(n.Content[i+1].Value)); ok {
 					d.ifaceType = InterfaceType(c)
 				} else {
 					d.ifaceType = "?" // invalid; reported when the field is decoded
@@ -480,29 +564,37 @@ func (d *decoder) structValue(n *yaml.Node, p Path, v reflect.Value) bool {
 		}
 	}
 	ok := true
-	seen := map[string]string{}
+	// seen pairs a canonical key with the spelling it was given as; a
+	// slice, since structs hold few keys.
+	type seenKey struct{ key, given string }
+	var seenBuf [16]seenKey
+	seen := seenBuf[:0]
+	seenAs := func(key string) (string, bool) {
+		for _, s := range seen {
+			if s.key == key {
+				return s.given, true
+			}
+		}
+		return "", false
+	}
+	byKey := d.fieldsByKey(t)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		kn, vn := deref(n.Content[i]), n.Content[i+1]
-		if !d.scalar(kn, p, "a string key") {
+		kn, vn := n.Content[i], n.Content[i+1]
+		if !d.scalar(kn, "a string key") {
 			ok = false
 			continue
 		}
 		key := kn.Value
-		var cand []*fieldInfo
-		for j := range fields {
-			if fields[j].matches(key) {
-				cand = append(cand, &fields[j])
-			}
-		}
+		cand := byKey[key]
 		if len(cand) == 0 {
-			d.fail(kn, p.Key(key), "unknown field")
+			d.fail(kn, d.path().Key(key), "unknown field")
 			ok = false
 			continue
 		}
 		var f *fieldInfo
 		for _, c := range cand {
-			if c.allowsType(d.ifaceType) {
-				f = c
+			if fields[c].allowsType(d.ifaceType) {
+				f = &fields[c]
 				break
 			}
 		}
@@ -511,28 +603,33 @@ func (d *decoder) structValue(n *yaml.Node, p Path, v reflect.Value) bool {
 			case "?":
 				// The invalid type is already reported.
 			case "":
-				d.fail(kn, p.Key(key), "needs the interface type to be given")
+				d.fail(kn, d.path().Key(key), "needs the interface type to be given")
 			default:
-				d.fail(kn, p.Key(key), "is not valid for interface type %s", d.ifaceType)
+				d.fail(kn, d.path().Key(key), "is not valid for interface type %s", d.ifaceType)
 			}
 			ok = false
 			continue
 		}
-		if prev, dup := seen[f.key]; dup {
+		if prev, dup := seenAs(f.key); dup {
 			if prev == key {
-				d.fail(kn, p.Key(key), "duplicate key")
+				d.fail(kn, d.path().Key(key), "duplicate key")
 			} else {
-				d.fail(kn, p.Key(key), "duplicate key (also given as %s)", prev)
+				d.fail(kn, d.path().Key(key), "duplicate key (also given as %s)", prev)
 			}
 			ok = false
 			continue
 		}
-		seen[f.key] = key
-		ok = d.value(vn, p.Key(key), v.Field(f.index), *f) && ok
+		seen = append(seen, seenKey{f.key, key})
+		d.steps = append(d.steps, pathStep{key: key, isKey: true})
+		ok = d.value(vn, v.Field(f.index), *f) && ok
+		d.steps = d.steps[:len(d.steps)-1]
 	}
 	for _, f := range fields {
-		if _, given := seen[f.key]; f.required && !given {
-			d.fail(n, p.Key(f.key), "is required")
+		if !f.required {
+			continue
+		}
+		if _, given := seenAs(f.key); !given {
+			d.fail(n, d.path().Key(f.key), "is required")
 			ok = false
 		}
 	}

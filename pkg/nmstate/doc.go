@@ -35,9 +35,10 @@
 //
 // # Decoding
 //
-// Decode(data) takes YAML or JSON. It walks a yaml.v3 node tree (JSON input
-// is turned into the same tree by encoding/json's tokenizer) and fills the
-// types by reflection over their `nms:"key,alias=..,required,types=.."`
+// Decode(data) takes YAML or JSON. It walks a node tree, built by fast
+// parsers for plain documents and by yaml.v3 (JSON: encoding/json's
+// tokenizer) for everything else, with the same nodes, lines and errors
+// either way, and fills the types by reflection over their `nms:"key,alias=..,required,types=.."`
 // tags. A node walk rather than yaml.Unmarshal because strictness and
 // upstream's leniency both need the raw scalar text: integers given as
 // strings or hex, yes/no/on/off booleans, numeric enum aliases, and an

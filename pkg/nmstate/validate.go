@@ -38,6 +38,12 @@ type validator struct {
 	// byName indexes desired interfaces by name (several only when kernel
 	// and user-space interfaces share a name).
 	byName map[string][]int
+	// curByName indexes current interfaces by name, in current order, and
+	// vethPeers the names desired veths (not absent) give as their peer:
+	// per-interface checks look names up instead of scanning both lists,
+	// which kept validation linear in the interface count.
+	curByName map[string][]int
+	vethPeers map[string]bool
 }
 
 func (v *validator) fail(k Kind, p Path, format string, args ...any) {
@@ -51,10 +57,22 @@ func (v *validator) invalid(p Path, format string, args ...any) {
 func ifacePath(i int) Path { return Path("interfaces").Index(i) }
 
 func (v *validator) index() {
-	v.byName = map[string][]int{}
+	v.byName = make(map[string][]int, len(v.desired.Interfaces))
+	v.vethPeers = map[string]bool{}
 	for i := range v.desired.Interfaces {
-		n := v.desired.Interfaces[i].Name
-		v.byName[n] = append(v.byName[n], i)
+		d := &v.desired.Interfaces[i]
+		v.byName[d.Name] = append(v.byName[d.Name], i)
+		if d.Veth != nil && d.State != StateAbsent {
+			v.vethPeers[d.Veth.Peer] = true
+		}
+	}
+	if v.current == nil {
+		return
+	}
+	v.curByName = make(map[string][]int, len(v.current.Interfaces))
+	for i := range v.current.Interfaces {
+		n := v.current.Interfaces[i].Name
+		v.curByName[n] = append(v.curByName[n], i)
 	}
 }
 
@@ -73,12 +91,10 @@ func (v *validator) currentIface(name string) *Interface {
 		return nil
 	}
 	var found *Interface
-	for i := range v.current.Interfaces {
+	for _, i := range v.curByName[name] {
 		c := &v.current.Interfaces[i]
-		if c.Name == name {
-			if found == nil || found.Type.IsUserSpace() {
-				found = c
-			}
+		if found == nil || found.Type.IsUserSpace() {
+			found = c
 		}
 	}
 	return found
@@ -107,10 +123,10 @@ func (v *validator) isNew(ifc *Interface) bool {
 	if v.current == nil {
 		return false
 	}
-	for i := range v.current.Interfaces {
+	for _, i := range v.curByName[ifc.Name] {
 		c := &v.current.Interfaces[i]
-		if c.Name == ifc.Name && (ifc.Type == "" || c.Type == ifc.Type ||
-			(ifc.Type == TypeVeth && c.Type == TypeEthernet) || (ifc.Type == TypeEthernet && c.Type == TypeVeth)) {
+		if ifc.Type == "" || c.Type == ifc.Type ||
+			(ifc.Type == TypeVeth && c.Type == TypeEthernet) || (ifc.Type == TypeEthernet && c.Type == TypeVeth) {
 			return false
 		}
 	}
@@ -171,10 +187,8 @@ func (v *validator) iface(i int, ifc *Interface) {
 	}
 	if ifc.Type == "" && v.current != nil && ifc.State != StateAbsent {
 		var types []string
-		for _, c := range v.current.Interfaces {
-			if c.Name == ifc.Name {
-				types = append(types, string(c.Type))
-			}
+		for _, j := range v.curByName[ifc.Name] {
+			types = append(types, string(v.current.Interfaces[j].Type))
 		}
 		switch {
 		case len(types) == 0:
@@ -241,14 +255,7 @@ func (v *validator) iface(i int, ifc *Interface) {
 	v.typeSpecific(p, ifc, typ, isNew)
 }
 
-func (v *validator) isVethPeer(name string) bool {
-	for _, d := range v.desired.Interfaces {
-		if d.Veth != nil && d.Veth.Peer == name && d.State != StateAbsent {
-			return true
-		}
-	}
-	return false
-}
+func (v *validator) isVethPeer(name string) bool { return v.vethPeers[name] }
 
 func isTrue(b *bool) bool  { return b != nil && *b }
 func isFalse(b *bool) bool { return b != nil && !*b }

@@ -1,0 +1,388 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/knmstate/knmstate/pkg/nmstate"
+)
+
+// Backend is what the orchestrator needs from a node: read its whole state
+// and execute a plan in order (stopping at the first failing operation).
+// pkg/backend/kernel's *Backend implements it.
+type Backend interface {
+	Show(ctx context.Context) (*nmstate.State, error)
+	Execute(ctx context.Context, p *nmstate.Plan) error
+}
+
+// Defaults (nmstate's DEFAULT_ROLLBACK_TIMEOUT and verification retries).
+const (
+	DefaultTimeout        = 60 * time.Second
+	DefaultVerifyRetries  = 5
+	DefaultVerifyInterval = time.Second
+	// rollbackTimeout bounds a rollback that runs after the caller's
+	// context ended (SIGINT during apply still rolls back).
+	rollbackTimeout = 2 * time.Minute
+)
+
+// Options tune one Apply.
+type Options struct {
+	// NoVerify skips verification after execution (an execution error still
+	// rolls back).
+	NoVerify bool
+	// NoCommit leaves the checkpoint pending after a successful apply; the
+	// caller commits or rolls back later, or the watchdog rolls back at
+	// the deadline.
+	NoCommit bool
+	// Timeout is the time from checkpoint creation to automatic rollback
+	// (0 = DefaultTimeout).
+	Timeout time.Duration
+	// MemoryOnly turns every absent interface into down (nothing
+	// persistent is removed).
+	MemoryOnly bool
+	// DryRun stops after planning: no checkpoint, no change.
+	DryRun bool
+	// StateDir holds the checkpoint record and the lock; required unless
+	// DryRun.
+	StateDir string
+	// VerifyRetries is the number of verification attempts (0 =
+	// DefaultVerifyRetries); VerifyInterval the pause between them (0 =
+	// DefaultVerifyInterval).
+	VerifyRetries  int
+	VerifyInterval time.Duration
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+	// NetNS, ResolvConf and UTSNS are recorded in the checkpoint so a
+	// rollback from another process reaches the same node.
+	NetNS, ResolvConf, UTSNS string
+	// OnCheckpoint runs after the record is written and before the first
+	// change (nmstatectl starts its watchdog here). An error aborts the
+	// apply with nothing changed.
+	OnCheckpoint func(ctx context.Context, rec *Checkpoint) error
+
+	// engine is the state model; nil = pkg/nmstate.
+	engine *engine
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.VerifyRetries <= 0 {
+		o.VerifyRetries = DefaultVerifyRetries
+	}
+	if o.VerifyInterval <= 0 {
+		o.VerifyInterval = DefaultVerifyInterval
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.engine == nil {
+		o.engine = nmstateEngine()
+	}
+	return o
+}
+
+// Result describes a finished apply.
+type Result struct {
+	// Desired is the desired state as applied (memory-only conversion done,
+	// interface types resolved).
+	Desired *nmstate.State
+	// Plan is what was executed (or, with DryRun, would be).
+	Plan *nmstate.Plan
+	// Checkpoint is the id of the checkpoint record ("" for DryRun and for
+	// an empty desired state).
+	Checkpoint string
+	// Deadline is when a pending (NoCommit) checkpoint rolls back.
+	Deadline time.Time
+	// Committed reports whether the checkpoint was committed.
+	Committed bool
+}
+
+// Failure is the error of an apply that failed after the first change: what
+// failed, and how the rollback went.
+type Failure struct {
+	// Err is the execution or verification error.
+	Err error
+	// Plan is the plan whose execution failed.
+	Plan *nmstate.Plan
+	// Checkpoint is the id that was rolled back.
+	Checkpoint string
+	// Rollback is nil when the pre-apply state was restored.
+	Rollback error
+}
+
+func (f *Failure) Error() string {
+	var b strings.Builder
+	b.WriteString(f.Err.Error())
+	if f.Rollback == nil {
+		fmt.Fprintf(&b, "\nrolled back checkpoint %s: the previous state is restored", f.Checkpoint)
+	} else {
+		fmt.Fprintf(&b, "\nrollback of checkpoint %s failed: %v", f.Checkpoint, f.Rollback)
+	}
+	return b.String()
+}
+
+// Unwrap exposes both errors (the failure's kind comes first).
+func (f *Failure) Unwrap() []error {
+	if f.Rollback == nil {
+		return []error{f.Err}
+	}
+	return []error{f.Err, f.Rollback}
+}
+
+// IsEmpty reports whether a desired state asks for nothing.
+func IsEmpty(s *nmstate.State) bool {
+	return s == nil || (len(s.Interfaces) == 0 && s.Routes == nil && s.RouteRules == nil &&
+		s.DNSResolver == nil && s.Hostname == nil && s.OVSDB == nil && s.OVN == nil)
+}
+
+// Apply makes the node reached through b look like desired, or leaves it as
+// it was. Invalid input fails before anything changes; any failure after the
+// first change rolls back and returns a *Failure.
+func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options) (*Result, error) {
+	o := opts.withDefaults()
+	if IsEmpty(desired) {
+		return &Result{Desired: &nmstate.State{}, Plan: &nmstate.Plan{}}, nil
+	}
+	if o.MemoryOnly {
+		desired = memoryOnly(desired)
+	}
+	if o.DryRun {
+		_, m, plan, err := prepare(ctx, b, desired, o)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Desired: m.Desired, Plan: plan}, nil
+	}
+	if o.StateDir == "" {
+		return nil, errors.New("apply: no state directory for the checkpoint")
+	}
+	unlock, err := lockDir(ctx, o.StateDir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if rec, err := ReadCheckpoint(o.StateDir); err == nil {
+		return nil, fmt.Errorf("%w: %s (rolls back at %s); commit or roll it back first",
+			ErrCheckpointExists, rec.ID, rec.Deadline.UTC().Format(time.RFC3339))
+	} else if !errors.Is(err, ErrNoCheckpoint) {
+		return nil, err
+	}
+
+	before, m, plan, err := prepare(ctx, b, desired, o)
+	if err != nil {
+		return nil, err
+	}
+	revert, err := o.engine.revert(before, m.Desired)
+	if err != nil {
+		return nil, fmt.Errorf("computing the revert state: %w", err)
+	}
+	now := o.Now()
+	id, err := newID(now)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Checkpoint{
+		ID: id, Created: now, Deadline: now.Add(o.Timeout),
+		NetNS: o.NetNS, ResolvConf: o.ResolvConf, UTSNS: o.UTSNS,
+		Before: before, Desired: m.Desired, Revert: revert,
+	}
+	if err := writeCheckpoint(o.StateDir, rec); err != nil {
+		return nil, err
+	}
+	if o.OnCheckpoint != nil {
+		if err := o.OnCheckpoint(ctx, rec); err != nil {
+			if rmErr := removeCheckpoint(o.StateDir); rmErr != nil {
+				return nil, errors.Join(err, rmErr)
+			}
+			return nil, err
+		}
+	}
+	res := &Result{Desired: m.Desired, Plan: plan, Checkpoint: id, Deadline: rec.Deadline}
+
+	err = b.Execute(ctx, plan)
+	if err == nil && !o.NoVerify {
+		err = verifyWithRetry(ctx, b, m.Desired, o)
+	}
+	if err != nil {
+		// The rollback must run even when ctx was cancelled (SIGINT).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		rbErr := rollback(rctx, b, rec, o)
+		if rmErr := removeCheckpoint(o.StateDir); rmErr != nil {
+			rbErr = errors.Join(rbErr, rmErr)
+		}
+		return nil, &Failure{Err: err, Plan: plan, Checkpoint: id, Rollback: rbErr}
+	}
+	if !o.NoCommit {
+		if err := removeCheckpoint(o.StateDir); err != nil {
+			return nil, fmt.Errorf("committing checkpoint %s: %w", id, err)
+		}
+		res.Committed = true
+	}
+	return res, nil
+}
+
+// prepare reads the node, validates and merges desired into it and plans
+// the change: everything that can fail without touching the node.
+func prepare(ctx context.Context, b Backend, desired *nmstate.State, o Options) (*nmstate.State, *nmstate.Merged, *nmstate.Plan, error) {
+	before, err := b.Show(ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading the current state: %w", err)
+	}
+	if err := o.engine.validate(desired, before); err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := o.engine.merge(desired, before)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	plan, err := o.engine.plan(m)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return before, m, plan, nil
+}
+
+// verifyWithRetry re-reads the node until it shows desired, at most
+// o.VerifyRetries times; the kernel settles some changes asynchronously
+// (carrier, DAD, bridge port states).
+func verifyWithRetry(ctx context.Context, b Backend, desired *nmstate.State, o Options) error {
+	var err error
+	for i := 0; i < o.VerifyRetries; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("verifying: %w (last: %w)", ctx.Err(), err)
+			case <-time.After(o.VerifyInterval):
+			}
+		}
+		var cur *nmstate.State
+		cur, err = b.Show(ctx)
+		if err != nil {
+			err = fmt.Errorf("reading the state to verify: %w", err)
+			continue
+		}
+		if err = o.engine.verify(desired, cur); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// rollback restores rec.Before on everything the apply touched: merge the
+// revert state into what the node shows now (a partial apply is fine:
+// plans converge), execute, and verify the reverted objects.
+func rollback(ctx context.Context, b Backend, rec *Checkpoint, o Options) error {
+	now, err := b.Show(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the state to roll back: %w", err)
+	}
+	if IsEmpty(rec.Revert) {
+		return nil
+	}
+	m, err := o.engine.merge(rec.Revert, now)
+	if err != nil {
+		return fmt.Errorf("merging the revert state: %w", err)
+	}
+	plan, err := o.engine.plan(m)
+	if err != nil {
+		return fmt.Errorf("planning the rollback: %w", err)
+	}
+	if err := b.Execute(ctx, plan); err != nil {
+		return fmt.Errorf("executing the rollback: %w", err)
+	}
+	if err := verifyWithRetry(ctx, b, m.Desired, o); err != nil {
+		return fmt.Errorf("verifying the rollback: %w", err)
+	}
+	return nil
+}
+
+// memoryOnly turns absent interfaces into down (nmstate --memory-only):
+// nothing persistent is removed; virtual interfaces still go away, since a
+// virtual interface that is down does not exist in the kernel.
+func memoryOnly(s *nmstate.State) *nmstate.State {
+	c := s.Clone()
+	for i := range c.Interfaces {
+		if c.Interfaces[i].State == nmstate.StateAbsent {
+			c.Interfaces[i].State = nmstate.StateDown
+		}
+	}
+	return c
+}
+
+// Commit makes the pending checkpoint of stateDir permanent (removes its
+// record) and returns its id.
+func Commit(ctx context.Context, stateDir string) (string, error) {
+	unlock, err := lockDir(ctx, stateDir, true)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	rec, err := ReadCheckpoint(stateDir)
+	if errors.Is(err, ErrNoCheckpoint) {
+		return "", err
+	}
+	if err != nil {
+		// Keeping the changes needs nothing from the record; dropping an
+		// unreadable one unblocks later applies.
+		if rmErr := removeCheckpoint(stateDir); rmErr != nil {
+			return "", errors.Join(err, rmErr)
+		}
+		return "", fmt.Errorf("discarded an unreadable checkpoint record: %w", err)
+	}
+	if err := removeCheckpoint(stateDir); err != nil {
+		return "", fmt.Errorf("committing checkpoint %s: %w", rec.ID, err)
+	}
+	return rec.ID, nil
+}
+
+// RollbackOptions tune Rollback and Watch.
+type RollbackOptions struct {
+	VerifyRetries  int
+	VerifyInterval time.Duration
+	Now            func() time.Time
+	engine         *engine
+}
+
+func (r RollbackOptions) options() Options {
+	return Options{VerifyRetries: r.VerifyRetries, VerifyInterval: r.VerifyInterval, Now: r.Now, engine: r.engine}.withDefaults()
+}
+
+// Rollback restores the state from before the pending checkpoint of
+// stateDir and removes the record; it returns the checkpoint's id. b must
+// reach the node the record names (Checkpoint.NetNS etc.). The record is
+// removed even when the rollback fails, so a broken rollback does not block
+// every later apply; the error says what failed.
+func Rollback(ctx context.Context, b Backend, stateDir string) (string, error) {
+	return RollbackWithOptions(ctx, b, stateDir, RollbackOptions{})
+}
+
+// RollbackWithOptions is Rollback with tuned verification.
+func RollbackWithOptions(ctx context.Context, b Backend, stateDir string, ro RollbackOptions) (string, error) {
+	unlock, err := lockDir(ctx, stateDir, true)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	rec, err := ReadCheckpoint(stateDir)
+	if err != nil {
+		return "", err
+	}
+	return rec.ID, rollbackAndRemove(ctx, b, stateDir, rec, ro.options())
+}
+
+func rollbackAndRemove(ctx context.Context, b Backend, stateDir string, rec *Checkpoint, o Options) error {
+	err := rollback(ctx, b, rec, o)
+	if rmErr := removeCheckpoint(stateDir); rmErr != nil {
+		err = errors.Join(err, rmErr)
+	}
+	if err != nil {
+		return fmt.Errorf("rolling back checkpoint %s: %w", rec.ID, err)
+	}
+	return nil
+}

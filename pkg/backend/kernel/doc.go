@@ -1,0 +1,48 @@
+// Package kernel is knmstate's kernel backend: it reads one network
+// namespace (links, addresses, routes, rules), a resolv.conf file and a UTS
+// namespace's hostname into an nmstate.State (Show), and carries out the
+// operations of an nmstate.Plan there (Execute).
+//
+// It owns every netlink, sysctl and namespace syscall of the engine; netlink
+// types never leave it, and each kernel object kind has one conversion
+// function in each direction (link ↔ Interface, address, route, rule). It
+// must not decide what to change: ordering, merging and verification belong
+// to pkg/nmstate and pkg/apply. It never touches a namespace other than the
+// one it was opened for; code that must run inside that namespace (sysctl
+// files under /proc/sys/net, sethostname) runs on a locked OS thread that is
+// switched in and back.
+//
+// # Why vishvananda/netlink
+//
+// github.com/vishvananda/netlink rather than jsimonetti/rtnetlink: it has
+// typed link kinds for everything nmstate manages in the kernel (bond,
+// bridge, vlan, vxlan, macvlan, macvtap, ipvlan, vrf, veth, tuntap, dummy),
+// a per-namespace Handle (netlink.NewHandleAt) so no goroutine ever changes
+// namespace for netlink work, and bridge VLAN, protinfo and policy-rule
+// support. Where it does not parse an attribute nmstate reports (IFLA_BR_*
+// beyond a handful, bridge-port slave data, min/max MTU, IPv6 devconf,
+// locked route metrics), the package reads the raw attributes of the same
+// dump through the library's nl helpers on a socket in the same namespace,
+// so there is still one dump per object kind.
+//
+// # What Show reports and Execute does
+//
+// Show follows nmstate's kernel query: interfaces in ifindex order (veth
+// as type veth with its peer, resolved across namespaces when possible;
+// unknown link kinds as `unknown`), IP sections with `enabled` (IPv4: has
+// an address; IPv6: not disabled), dynamic addresses marked by finite
+// lifetimes, IPv6 link-local addresses left out; routes.config holds
+// static/boot routes, routes.running also RA/DHCP/daemon routes, never the
+// kernel's prefix routes; multipath routes are flattened with weights;
+// rules skip the three default rules; DNS comes from the ResolvConf file,
+// the hostname from the UTS namespace.
+//
+// Execute runs a plan's operations in order, each idempotent (replace over
+// add; deleting what is gone succeeds), and wraps an error with the
+// operation's text. A link kind the kernel lacks gives a Dependency error
+// naming the module: `bond0: kernel has no bonding support (module
+// bonding)`. Routes are installed with protocol static so they read back
+// as config; weighted IPv4 next hops are merged into one multipath route.
+//
+// Linux only: every file but this one ends in _linux.go.
+package kernel
