@@ -1,0 +1,18 @@
+// Package controller is the cluster controller of knmstate (`knmstate
+// controller`): one active instance per cluster (leader election with a
+// Lease) runs three reconcilers keyed by policy name, one concern each:
+//
+//   - status: the single writer of NodeNetworkConfigurationPolicy status,
+//     aggregated from the policy's enactments (rollout.PolicyStatus);
+//   - permit: grants, revokes and aborts rollout permits by patching
+//     enactment annotations (rollout.Permits, docs/rollout.md);
+//   - gc: deletes enactments whose policy or node is gone or no longer
+//     matches (rollout.Collect).
+//
+// Each reconciler gathers its inputs from the shared cache, calls the pure
+// decision function of internal/rollout and performs the writes the
+// decision names; it holds no rollout state of its own, so any instance
+// taking over the lease continues where the last one stopped. It talks only
+// to the API server: it must never touch a node's network, and it never
+// writes an enactment's status (the handlers' alone).
+package controller

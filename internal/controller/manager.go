@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	nmstatev1 "github.com/knmstate/knmstate/api/v1"
+	"github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/rollout"
+)
+
+// Options configure the controller. The zero value of a field means its
+// default; Validate reports bad combinations.
+type Options struct {
+	// LeaderElect makes the instance take a Lease before acting, so that
+	// only one of several replicas writes.
+	LeaderElect bool
+	// LeaderElectionNamespace and LeaderElectionID name the Lease; defaults
+	// "nmstate" and "knmstate-controller" (deploy/rbac grants exactly that
+	// Lease).
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the election;
+	// defaults 15s, 10s and 2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// MetricsBindAddress serves Prometheus metrics; "" or "0" disables.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "" or "0"
+	// disables.
+	HealthProbeBindAddress string
+	// Rollout holds the time limits of the decisions; zero fields take
+	// rollout.DefaultConfig's.
+	Rollout rollout.Config
+	// Logger receives the controller's logs; default discards.
+	Logger logr.Logger
+	// Clock returns the current time; default time.Now. Tests never need
+	// it, it keeps the decisions' `now` in one place.
+	Clock func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = "nmstate"
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = "knmstate-controller"
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = 15 * time.Second
+	}
+	if o.RenewDeadline == 0 {
+		o.RenewDeadline = 10 * time.Second
+	}
+	if o.RetryPeriod == 0 {
+		o.RetryPeriod = 2 * time.Second
+	}
+	if o.MetricsBindAddress == "" {
+		o.MetricsBindAddress = "0"
+	}
+	if o.HealthProbeBindAddress == "" {
+		o.HealthProbeBindAddress = "0"
+	}
+	if o.Rollout.ReclaimAfter == 0 {
+		o.Rollout.ReclaimAfter = rollout.DefaultConfig.ReclaimAfter
+	}
+	if o.Rollout.GCGrace == 0 {
+		o.Rollout.GCGrace = rollout.DefaultConfig.GCGrace
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+}
+
+// Validate reports option values that cannot work.
+func (o Options) Validate() error {
+	var errs []error
+	if o.LeaseDuration < 0 || o.RenewDeadline < 0 || o.RetryPeriod < 0 {
+		errs = append(errs, errors.New("leader election durations must not be negative"))
+	}
+	if o.LeaseDuration != 0 && o.RenewDeadline != 0 && o.RenewDeadline >= o.LeaseDuration {
+		errs = append(errs, fmt.Errorf("renew deadline %v must be shorter than lease duration %v", o.RenewDeadline, o.LeaseDuration))
+	}
+	if o.Rollout.ReclaimAfter < 0 {
+		errs = append(errs, fmt.Errorf("reclaim-after %v must not be negative", o.Rollout.ReclaimAfter))
+	}
+	if o.Rollout.GCGrace < 0 {
+		errs = append(errs, fmt.Errorf("gc-grace %v must not be negative", o.Rollout.GCGrace))
+	}
+	return errors.Join(errs...)
+}
+
+// Scheme returns the types the controller reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, nmstatev1.AddToScheme, v1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// NewManager builds the controller's manager with its three reconcilers;
+// Start runs it. Run is NewManager plus Start.
+func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("controller options: %w", err)
+	}
+	opts.defaults()
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	skip := true
+	mgr, err := ctrl.NewManager(cfg, manager.Options{
+		Scheme:                        scheme,
+		Logger:                        opts.Logger,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.LeaseDuration,
+		RenewDeadline:                 &opts.RenewDeadline,
+		RetryPeriod:                   &opts.RetryPeriod,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		// Controller names only have to be unique for metrics; tests run
+		// several instances in one process.
+		Controller: config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	if err := setup(context.Background(), mgr, opts); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run runs the controller until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	mgr, err := NewManager(cfg, opts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	return nil
+}
