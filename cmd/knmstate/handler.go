@@ -1,13 +1,126 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
 
-func newHandlerCmd() *cobra.Command {
-	return &cobra.Command{
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/knmstate/knmstate/internal/handler"
+)
+
+// handlerOptions are the flags of `knmstate handler`.
+type handlerOptions struct {
+	node          string
+	kubeconfig    string
+	netns         string
+	resolvConf    string
+	utsNS         string
+	stateDir      string
+	dialNetNS     string
+	resync        time.Duration
+	debounce      time.Duration
+	unmanagedVeth []string
+	labels        map[string]string
+	verbosity     int
+}
+
+func newHandlerCmd() *cobra.Command { return newHandlerCmdFor(&handlerOptions{}) }
+
+// newHandlerCmdFor binds the flags to o.
+func newHandlerCmdFor(o *handlerOptions) *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "handler --node NAME",
 		Short: "Run the per-node handler (NodeNetworkState, enactments)",
+		Long: `Run the handler of one node: report the node's network state as its
+NodeNetworkState (event-driven; written only when the state changes) and,
+in later versions, apply the policies that match the node.
+
+API connections are dialed from inside the node's network namespace
+(--dial-netns, default --netns), as a hostNetwork pod reaches the API
+server through its node's network. Use --dial-netns=/proc/self/ns/net to
+dial from the handler process's own namespace.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return notImplemented("handler")
+			opts, err := o.handlerOptions(cmd.Flags().Changed("dial-netns"))
+			if err != nil {
+				return err
+			}
+			return handler.Run(cmd.Context(), opts)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.node, "node", "", "name of this node (Node object and NodeNetworkState)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
+	f.StringVar(&o.netns, "netns", "", "the node's network namespace: a name under /run/netns or a path (default: this process's)")
+	f.StringVar(&o.resolvConf, "resolv-conf", "", "the node's resolv.conf file (default: DNS not reported)")
+	f.StringVar(&o.utsNS, "uts-ns", "", "the node's UTS namespace, e.g. /proc/PID/ns/uts (default: hostname not reported)")
+	f.StringVar(&o.stateDir, "state-dir", "", "directory for the handler's checkpoint records (used by policy apply)")
+	f.StringVar(&o.dialNetNS, "dial-netns", "", "network namespace API connections are dialed from (default: --netns)")
+	f.DurationVar(&o.resync, "resync", handler.DefaultResync, "safety resync period of the NodeNetworkState (writes nothing when unchanged)")
+	f.DurationVar(&o.debounce, "debounce", handler.DefaultDebounce, "quiet time after a network change before the state is read")
+	f.StringSliceVar(&o.unmanagedVeth, "unmanaged-veth", handler.DefaultUnmanagedVeth(), "name patterns of pod veths left out of the NodeNetworkState (when their peer is in another namespace)")
+	f.StringToStringVar(&o.labels, "nns-label", nil, "label put on the NodeNetworkState when it is created (key=value, repeatable)")
+	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity (1: every refresh decision)")
+	return cmd
+}
+
+// handlerOptions turns the flags into handler.Options.
+func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, error) {
+	if o.node == "" {
+		return handler.Options{}, errors.New("--node is required")
+	}
+	cfg, err := loadConfig(o.kubeconfig)
+	if err != nil {
+		return handler.Options{}, err
+	}
+	dial := o.dialNetNS
+	if !dialNetNSSet {
+		dial = o.netns
+	}
+	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.Level(-o.verbosity)}))
+	// controller-runtime's own packages log through this global logger;
+	// setting it here, in the command, keeps the library code free of it.
+	ctrllog.SetLogger(log)
+	opts := handler.Options{
+		Node:       o.node,
+		Config:     cfg,
+		NetNS:      o.netns,
+		ResolvConf: o.resolvConf,
+		UTSNS:      o.utsNS,
+		DialNetNS:  dial,
+		StateDir:   o.stateDir,
+		Resync:     o.resync,
+		Debounce:   o.debounce,
+		Filter:     &handler.FilterOptions{UnmanagedVeth: o.unmanagedVeth},
+		Labels:     o.labels,
+		Log:        log,
+	}
+	if err := opts.Validate(); err != nil {
+		return handler.Options{}, err
+	}
+	return opts, nil
+}
+
+// loadConfig reads a kubeconfig file, or the in-cluster configuration.
+func loadConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster API configuration (or give --kubeconfig): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
 }

@@ -1,0 +1,118 @@
+package handler
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+
+	"github.com/knmstate/knmstate/internal/version"
+)
+
+// Defaults of Options.
+const (
+	// DefaultResync is the safety resync: a full read even without a
+	// change signal (hostname changes and sysctls such as forwarding on
+	// older kernels have no notification). It writes nothing when the
+	// state is unchanged.
+	DefaultResync = 10 * time.Minute
+	// DefaultDebounce is how long a burst of changes must be quiet before
+	// the state is read.
+	DefaultDebounce = 200 * time.Millisecond
+)
+
+// Options configure one node's handler.
+type Options struct {
+	// Node is the Node object's name; the NodeNetworkState gets the same
+	// name.
+	Node string
+	// Config reaches the API server. Run copies it and sets its own dialer
+	// (DialNetNS) and user agent.
+	Config *rest.Config
+	// NetNS is the node's network namespace (a name under /run/netns or a
+	// path); "" = the process's own.
+	NetNS string
+	// ResolvConf is the node's resolv.conf file; "" = DNS not reported.
+	ResolvConf string
+	// UTSNS is the node's UTS namespace (a path); "" = hostname not
+	// reported.
+	UTSNS string
+	// DialNetNS is the network namespace API connections are dialed from,
+	// as a hostNetwork pod reaches the API through its node's network; ""
+	// = the process's own namespace, without switching.
+	DialNetNS string
+	// StateDir will hold the handler's checkpoint records (policy apply,
+	// later work); the reporter does not use it.
+	StateDir string
+	// Resync is the safety resync period (default DefaultResync).
+	Resync time.Duration
+	// Debounce is the quiet time after a change signal (default
+	// DefaultDebounce); a steady stream of changes is reported at least
+	// every 5×Debounce.
+	Debounce time.Duration
+	// Filter selects what the reported state leaves out; nil
+	// means FilterOptions{UnmanagedVeth: DefaultUnmanagedVeth()}.
+	Filter *FilterOptions
+	// Labels are put on the NodeNetworkState when it is created (upstream:
+	// the app.kubernetes.io relationship labels).
+	Labels map[string]string
+	// Version is reported as handlerNmstateVersion (default
+	// internal/version.Version).
+	Version string
+	// Log receives the handler's logs (the zero Logger discards them).
+	Log logr.Logger
+}
+
+// Validate checks the options and fills defaults.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Node == "" {
+		errs = append(errs, errors.New("node: required"))
+	} else if msgs := validation.IsDNS1123Subdomain(o.Node); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("node: %q is not a valid node name: %s", o.Node, msgs[0]))
+	}
+	if o.Config == nil {
+		errs = append(errs, errors.New("config: required (API server access)"))
+	}
+	if o.Resync < 0 {
+		errs = append(errs, fmt.Errorf("resync: %v is negative", o.Resync))
+	}
+	if o.Debounce < 0 {
+		errs = append(errs, fmt.Errorf("debounce: %v is negative", o.Debounce))
+	}
+	if o.Filter != nil {
+		for i, p := range o.Filter.UnmanagedVeth {
+			if _, err := path.Match(p, ""); err != nil {
+				errs = append(errs, fmt.Errorf("filter.unmanagedVeth[%d]: %q: %w", i, p, err))
+			}
+		}
+	}
+	for k, v := range o.Labels {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("labels[%s]: %s", k, msgs[0]))
+		}
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("labels[%s]: %q: %s", k, v, msgs[0]))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if o.Resync == 0 {
+		o.Resync = DefaultResync
+	}
+	if o.Debounce == 0 {
+		o.Debounce = DefaultDebounce
+	}
+	if o.Filter == nil {
+		o.Filter = &FilterOptions{UnmanagedVeth: DefaultUnmanagedVeth()}
+	}
+	if o.Version == "" {
+		o.Version = version.Version
+	}
+	return nil
+}

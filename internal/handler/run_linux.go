@@ -1,0 +1,157 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/pkg/backend/kernel"
+)
+
+// Run runs the handler of one node until ctx ends: it opens the node's
+// namespace, checks that the state can be read (as upstream's start-up
+// check of `nmstatectl show`), and reports the NodeNetworkState. It
+// returns nil when ctx ends, an error when start-up fails or the kernel
+// subscription breaks.
+func Run(ctx context.Context, opts Options) error {
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("handler options: %w", err)
+	}
+	err := run(ctx, opts)
+	if ctx.Err() != nil {
+		// Stopped, possibly in the middle of start-up: not a failure.
+		return nil
+	}
+	return err
+}
+
+func run(ctx context.Context, opts Options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	log := opts.Log.WithValues("node", opts.Node)
+	// client-go and controller-runtime log through the context's logger.
+	ctx = logr.NewContext(ctx, log)
+
+	b, err := kernel.Open(ctx, kernel.Options{NetNS: opts.NetNS, ResolvConf: opts.ResolvConf, UTSNS: opts.UTSNS})
+	if err != nil {
+		return fmt.Errorf("handler %s: %w", opts.Node, err)
+	}
+	defer b.Close()
+	// Subscribe before the first read, so no change slips between them.
+	changes, err := b.Watch(ctx)
+	if err != nil {
+		return fmt.Errorf("handler %s: %w", opts.Node, err)
+	}
+	defer func() {
+		cancel()
+		for range changes { // Watch's goroutines are gone once it is closed
+		}
+	}()
+	if _, err := b.Show(ctx); err != nil {
+		return fmt.Errorf("handler %s: reading network state: %w", opts.Node, err)
+	}
+
+	cfg := apiConfig(opts)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("handler scheme: %w", err)
+	}
+	if err := nmstatev1beta1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("handler scheme: %w", err)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("handler %s: API client: %w", opts.Node, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient})
+	if err != nil {
+		return fmt.Errorf("handler %s: API client: %w", opts.Node, err)
+	}
+	// The cache only watches this node's NodeNetworkState (deletions and
+	// other writers' changes); writes and the Node lookup go direct.
+	informers, err := cache.New(cfg, cache.Options{
+		Scheme:     scheme,
+		HTTPClient: httpClient,
+		Mapper:     c.RESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&nmstatev1beta1.NodeNetworkState{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.Node)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("handler %s: API cache: %w", opts.Node, err)
+	}
+
+	r := &reporter{
+		node:     opts.Node,
+		backend:  b,
+		changes:  changes,
+		client:   c,
+		filter:   *opts.Filter,
+		labels:   opts.Labels,
+		version:  opts.Version,
+		resync:   opts.Resync,
+		deb:      debouncer{quiet: opts.Debounce, maxWait: 5 * opts.Debounce},
+		retryMin: opts.Debounce,
+		retryMax: 30 * time.Second,
+		log:      log,
+		now:      time.Now,
+		eventc:   make(chan struct{}, 1),
+	}
+	inf, err := informers.GetInformer(ctx, &nmstatev1beta1.NodeNetworkState{})
+	if err != nil {
+		return fmt.Errorf("handler %s: watching node network state: %w", opts.Node, err)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.observe(asNNS(obj), false) },
+		UpdateFunc: func(_, obj any) { r.observe(asNNS(obj), false) },
+		DeleteFunc: func(obj any) { r.observe(asNNS(obj), true) },
+	}); err != nil {
+		return fmt.Errorf("handler %s: watching node network state: %w", opts.Node, err)
+	}
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- informers.Start(ctx) }()
+	if !informers.WaitForCacheSync(ctx) {
+		cancel()
+		if err := <-cacheDone; err != nil {
+			return fmt.Errorf("handler %s: API cache: %w", opts.Node, err)
+		}
+		return fmt.Errorf("handler %s: API cache did not sync", opts.Node)
+	}
+	log.Info("handler started", "netns", opts.NetNS, "dialNetns", opts.DialNetNS)
+	err = r.run(ctx)
+	cancel()
+	if cerr := <-cacheDone; err == nil && cerr != nil {
+		err = fmt.Errorf("handler %s: API cache: %w", opts.Node, cerr)
+	}
+	return err
+}
+
+// apiConfig is opts.Config with the handler's dialer and user agent.
+func apiConfig(opts Options) *rest.Config {
+	cfg := rest.CopyConfig(opts.Config)
+	if opts.DialNetNS != "" {
+		cfg.Dial = (&NetNSDialer{Path: opts.DialNetNS}).DialContext
+	}
+	cfg.UserAgent = "knmstate-handler/" + opts.Version + " (" + opts.Node + ")"
+	return cfg
+}
+
+// asNNS unwraps a watch event's object (a deletion the watch missed comes
+// as a tombstone holding the last known object).
+func asNNS(obj any) *nmstatev1beta1.NodeNetworkState {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	nns, _ := obj.(*nmstatev1beta1.NodeNetworkState)
+	return nns
+}

@@ -1,0 +1,191 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// watchGroups are the rtnetlink multicast groups whose messages can change
+// what Show reports: links, addresses, routes, rules, and the per-device
+// netconf (forwarding) of both families.
+func watchGroups() []uint {
+	return []uint{
+		unix.RTNLGRP_LINK,
+		unix.RTNLGRP_IPV4_IFADDR,
+		unix.RTNLGRP_IPV6_IFADDR,
+		unix.RTNLGRP_IPV4_ROUTE,
+		unix.RTNLGRP_IPV6_ROUTE,
+		unix.RTNLGRP_IPV4_RULE,
+		unix.RTNLGRP_IPV6_RULE,
+		unix.RTNLGRP_IPV4_NETCONF,
+		unix.RTNLGRP_IPV6_NETCONF,
+	}
+}
+
+// Watch reports that something Show reads may have changed: any rtnetlink
+// notification of the namespace's links, addresses, routes, rules or
+// netconf, and any change of the resolv.conf file (if configured). The
+// channel carries no detail and coalesces: one pending signal stands for
+// any number of changes, so a slow reader never blocks the kernel socket.
+// A receive-buffer overflow (ENOBUFS: notifications were lost) is also a
+// signal. The hostname has no notification; callers resync periodically.
+//
+// The subscription socket is opened inside the namespace, so it sees that
+// namespace's notifications only. The channel is closed when ctx ends or
+// the subscription fails for good; Watch must return before Close.
+func (b *Backend) Watch(ctx context.Context) (<-chan struct{}, error) {
+	var sock *nl.NetlinkSocket
+	err := b.inNetNS(func() error {
+		var err error
+		sock, err = nl.Subscribe(unix.NETLINK_ROUTE, watchGroups()...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribing to rtnetlink notifications in %s: %w", nsPath(b.opts.NetNS), err)
+	}
+	// Bursts (a bridge with many ports going down) must not overflow the
+	// default buffer too easily; an overflow is still handled.
+	_ = sock.SetReceiveBufferSize(1<<20, false)
+
+	var ino *inotifyWatch
+	if b.opts.ResolvConf != "" {
+		if ino, err = newInotifyWatch(b.opts.ResolvConf); err != nil {
+			sock.Close()
+			return nil, err
+		}
+	}
+
+	out := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			_, _, err := sock.Receive()
+			switch {
+			case err == nil, errors.Is(err, unix.ENOBUFS):
+				signal()
+			case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
+			default:
+				// Closed by the ctx goroutine below, or a dead socket.
+				return
+			}
+		}
+	}()
+	if ino != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ino.run(signal)
+		}()
+	}
+	go func() {
+		<-ctx.Done()
+		sock.Close()
+		if ino != nil {
+			ino.close()
+		}
+		wg.Wait()
+		close(out)
+	}()
+	return out, nil
+}
+
+// inotifyWatch follows one file that may be replaced by rename (atomic
+// writers) or rewritten in place (a bind-mounted file): it watches the
+// directory for entries of that name and the file's current inode.
+type inotifyWatch struct {
+	f    *os.File
+	fd   int
+	dir  int32 // watch descriptor of the directory
+	path string
+	name string
+}
+
+func newInotifyWatch(path string) (*inotifyWatch, error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("inotify for %s: %w", path, err)
+	}
+	w := &inotifyWatch{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, path: path, name: filepath.Base(path)}
+	const dirMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_CLOSE_WRITE | unix.IN_MODIFY
+	wd, err := unix.InotifyAddWatch(fd, filepath.Dir(path), dirMask)
+	if err != nil {
+		w.f.Close()
+		return nil, fmt.Errorf("watching directory of %s: %w", path, err)
+	}
+	w.dir = int32(wd)
+	w.watchFile()
+	return w, nil
+}
+
+// watchFile adds a watch on the file's current inode (a new inode gets a
+// new watch; the old one goes away with its inode). A missing file is
+// fine: the directory watch sees it appear.
+func (w *inotifyWatch) watchFile() {
+	_, _ = unix.InotifyAddWatch(w.fd, w.path, unix.IN_MODIFY|unix.IN_CLOSE_WRITE|unix.IN_ATTRIB)
+}
+
+// run reads events until the file is closed, signalling for those about
+// the file.
+func (w *inotifyWatch) run(signal func()) {
+	raw, err := w.f.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	for {
+		var n int
+		var rerr error
+		err := raw.Read(func(fd uintptr) bool {
+			n, rerr = unix.Read(int(fd), buf)
+			return rerr != unix.EAGAIN
+		})
+		if err != nil || (rerr != nil && rerr != unix.EINTR) {
+			return
+		}
+		relevant, replaced := false, false
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			// struct inotify_event: wd int32, mask, cookie, len uint32, name.
+			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
+			mask := binary.NativeEndian.Uint32(buf[off+4:])
+			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
+			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+nameLen], "\x00"))
+			off += unix.SizeofInotifyEvent + nameLen
+			switch {
+			case mask&unix.IN_Q_OVERFLOW != 0:
+				relevant, replaced = true, true
+			case mask&unix.IN_IGNORED != 0:
+			case wd == w.dir:
+				if name == w.name {
+					relevant, replaced = true, true
+				}
+			default: // the file's own inode
+				relevant = true
+			}
+		}
+		if replaced {
+			w.watchFile()
+		}
+		if relevant {
+			signal()
+		}
+	}
+}
+
+func (w *inotifyWatch) close() { w.f.Close() }
