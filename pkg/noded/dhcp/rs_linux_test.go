@@ -1,0 +1,65 @@
+package dhcp
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knmstate/knmstate/internal/labnet"
+)
+
+func TestSolicitRoutersReachesTheRouter(t *testing.T) {
+	sw, node := newLab(t, labnet.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := waitLinkLocal(ctx, node.NS.Handle, "eth0"); err != nil {
+		t.Fatal(err)
+	}
+	link, err := node.NS.Netlink.LinkByName("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "RTR-SOLICIT(br0) " + link.Attrs().HardwareAddr.String()
+	count := func() int {
+		b, err := os.ReadFile(sw.LogPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), want)
+	}
+	// The kernel solicits by itself at link up (and again until it hears
+	// an advertisement): stop that, and wait until its last one is
+	// logged, so a new one is ours.
+	if err := node.NS.Sysctl("net/ipv6/conf/eth0/router_solicitations", "0"); err != nil {
+		t.Fatal(err)
+	}
+	before := count()
+	for {
+		time.Sleep(2 * time.Second)
+		if n := count(); n == before {
+			break
+		} else {
+			before = n
+		}
+	}
+	if err := SolicitRouters(node.NS.Handle, "eth0"); err != nil {
+		t.Fatalf("SolicitRouters: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for count() == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("dnsmasq logged no new %q", want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSolicitRoutersUnknownInterface(t *testing.T) {
+	_, node := newLab(t, labnet.Options{})
+	err := SolicitRouters(node.NS.Handle, "eth9")
+	if err == nil || !strings.HasPrefix(err.Error(), "router solicitation on eth9: ") {
+		t.Errorf("error %v, want one naming eth9", err)
+	}
+}

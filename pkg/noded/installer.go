@@ -1,0 +1,29 @@
+package noded
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/knmstate/knmstate/pkg/nmstate"
+)
+
+// Installer puts what leases hand out into the node. Deletions of things
+// already gone succeed. KernelInstaller implements it over the kernel
+// backend; tests of pure logic may fake it.
+type Installer interface {
+	// ReplaceAddress installs or refreshes a leased address with its
+	// remaining lifetimes.
+	ReplaceAddress(ctx context.Context, iface string, p netip.Prefix, valid, preferred time.Duration) error
+	DeleteAddress(ctx context.Context, iface string, p netip.Prefix) error
+	// ReplaceRoute and DeleteRoute handle routes with protocol dhcp.
+	ReplaceRoute(ctx context.Context, r Route) error
+	DeleteRoute(ctx context.Context, r Route) error
+	// ManagesDNS reports whether there is a resolv.conf to maintain.
+	ManagesDNS() bool
+	ReadDNS(ctx context.Context) (nmstate.DNSConfig, error)
+	WriteDNS(ctx context.Context, c nmstate.DNSConfig) error
+	SetSysctl(ctx context.Context, s Sysctl) error
+	// FlushAutoconf removes the addresses SLAAC made on an interface.
+	FlushAutoconf(ctx context.Context, iface string) error
+}
