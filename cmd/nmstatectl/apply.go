@@ -77,7 +77,7 @@ func runApply(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, o 
 	if err != nil {
 		return err
 	}
-	b, closeB, err := openNode(ctx, o.node)
+	b, closeB, err := openNode(ctx, o.node, o.stateDir, stderr)
 	if err != nil {
 		return err
 	}
@@ -88,6 +88,9 @@ func runApply(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, o 
 		StateDir: o.stateDir,
 		NetNS:    o.node.netns, ResolvConf: o.node.resolvConf, UTSNS: o.node.utsNS,
 		OnCheckpoint: func(ctx context.Context, rec *apply.Checkpoint) error {
+			if err := b.OnCheckpoint(ctx, rec); err != nil {
+				return err
+			}
 			return startWatchdog(o.self, o.stateDir, rec.ID)
 		},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
@@ -31,11 +32,26 @@ func openKernel(ctx context.Context, n nodeAddr) (*kernel.Backend, error) {
 	return b, nil
 }
 
-// openNode opens a backend the apply orchestrator can drive.
-func openNode(ctx context.Context, n nodeAddr) (apply.Backend, func(), error) {
+// runtimeNode is a node backend with the node runtime following every plan
+// it executes (leases for dhcp/autoconf, see runtimeFollower).
+type runtimeNode interface {
+	apply.Backend
+	OnCheckpoint(context.Context, *apply.Checkpoint) error
+}
+
+// openNode opens a backend the apply orchestrator can drive, with the node
+// runtime of stateDir following it, so one-off applies and rollbacks start
+// or stop DHCP/autoconf like the service does. warn receives the runtime's
+// warnings (e.g. that nothing renews a one-off lease).
+func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) (runtimeNode, func(), error) {
 	kb, err := openKernel(ctx, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	return kb, func() { kb.Close() }, nil
+	ab, closeRT, err := runtimeFollower(kb, n, stateDir, warn)
+	if err != nil {
+		kb.Close()
+		return nil, nil, err
+	}
+	return ab, func() { closeRT(); kb.Close() }, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +34,7 @@ func runRollback(ctx context.Context, stdout io.Writer, o *rollbackOptions) erro
 	if err != nil {
 		return fmt.Errorf("rollback: %w", err)
 	}
-	b, closeB, err := openNode(ctx, checkpointNode(rec))
+	b, closeB, err := openNode(ctx, checkpointNode(rec), o.stateDir, os.Stderr)
 	if err != nil {
 		return fmt.Errorf("rollback %s: %w", rec.ID, err)
 	}

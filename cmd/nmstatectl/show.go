@@ -13,7 +13,8 @@ import (
 )
 
 type showOptions struct {
-	node nodeAddr
+	node     nodeAddr
+	stateDir string // the node runtime's record lives here
 	// ifaces limits the output to these interfaces and the routes and
 	// rules through them; empty = everything.
 	ifaces        []string
@@ -32,7 +33,7 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 			"routes' tables. --running-config leaves out what is not configuration: dynamic " +
 			"(DHCP/SLAAC) addresses, running routes, running DNS and LLDP neighbors.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.node = g.node()
+			o.node, o.stateDir = g.node(), g.stateDir
 			o.ifaces = args
 			return runShow(cmd.Context(), cmd.OutOrStdout(), o)
 		},
@@ -50,6 +51,11 @@ func runShow(ctx context.Context, stdout io.Writer, o *showOptions) error {
 	defer b.Close()
 	s, err := b.Show(ctx)
 	if err != nil {
+		return fmt.Errorf("show: %w", err)
+	}
+	// Interfaces the node runtime manages are reported as applied (dhcp,
+	// auto-* flags), not only as "has dynamic addresses".
+	if err := annotateShow(o.stateDir, s); err != nil {
 		return fmt.Errorf("show: %w", err)
 	}
 	if o.runningConfig {

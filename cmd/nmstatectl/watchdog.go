@@ -43,7 +43,7 @@ func runWatchdog(ctx context.Context, log io.Writer, o *watchdogOptions) error {
 	pidFile, logFile := watchdogFiles(o.stateDir, o.id)
 	defer os.Remove(pidFile)
 	open := func(ctx context.Context, rec *apply.Checkpoint) (apply.Backend, func(), error) {
-		return openNode(ctx, checkpointNode(rec))
+		return openNode(ctx, checkpointNode(rec), o.stateDir, log)
 	}
 	rolled, err := apply.Watch(ctx, o.stateDir, o.id, open, apply.RollbackOptions{}, 0)
 	switch {
