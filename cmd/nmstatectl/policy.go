@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/knmstate/knmstate/pkg/nmpolicy"
+	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
 // policyOptions are the inputs of `nmstatectl policy` (spec capture.md §11).
@@ -22,10 +23,6 @@ type policyOptions struct {
 	outputCaptured string // -o/--output-captured: all captured states
 	json           bool
 }
-
-// errNeedLiveState is returned when no current state was given: reading the
-// host needs the kernel backend.
-var errNeedLiveState = errors.New("reading the live state needs the kernel backend; pass --current")
 
 func newPolicyCmd(g *globalOptions) *cobra.Command {
 	o := &policyOptions{}
@@ -39,7 +36,8 @@ func newPolicyCmd(g *globalOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.policyFile = args[0]
 			// Whole seconds, like the captured-states files upstream writes.
-			return runPolicy(o, time.Now().UTC().Truncate(time.Second), cmd.OutOrStdout())
+			live := func() (any, error) { return liveState(cmd.Context(), g.node()) }
+			return runPolicy(o, live, time.Now().UTC().Truncate(time.Second), cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -50,7 +48,9 @@ func newPolicyCmd(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func runPolicy(o *policyOptions, now time.Time, stdout io.Writer) error {
+// runPolicy renders the policy. live reads the node's current state; it is
+// only called when neither --current nor an embedded current state is given.
+func runPolicy(o *policyOptions, live func() (any, error), now time.Time, stdout io.Writer) error {
 	data, err := os.ReadFile(o.policyFile)
 	if err != nil {
 		return fmt.Errorf("reading policy: %w", err)
@@ -74,7 +74,7 @@ func runPolicy(o *policyOptions, now time.Time, stdout io.Writer) error {
 	var gen nmpolicy.Generated
 	var genErr error
 	if len(pf.Capture) > 0 || pf.DesiredState != nil {
-		current, err := o.currentState(pf)
+		current, err := o.currentState(pf, live)
 		if err != nil {
 			return err
 		}
@@ -93,7 +93,26 @@ func runPolicy(o *policyOptions, now time.Time, stdout io.Writer) error {
 	return printState(stdout, gen.DesiredState, o.json)
 }
 
-func (o *policyOptions) currentState(pf nmpolicy.PolicyFile) (any, error) {
+// liveState reads the node's state through the kernel backend, as the generic
+// document the capture language works on.
+func liveState(ctx context.Context, n nodeAddr) (any, error) {
+	b, err := openKernel(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	st, err := b.Show(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the live state: %w", err)
+	}
+	data, err := nmstate.EncodeJSON(st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the live state: %w", err)
+	}
+	return nmpolicy.DecodeDocument(data)
+}
+
+func (o *policyOptions) currentState(pf nmpolicy.PolicyFile, live func() (any, error)) (any, error) {
 	if o.currentFile != "" {
 		doc, err := readDocument(o.currentFile)
 		if err != nil {
@@ -104,9 +123,7 @@ func (o *policyOptions) currentState(pf nmpolicy.PolicyFile) (any, error) {
 	if pf.Current != nil {
 		return pf.Current, nil
 	}
-	// TODO(kernel backend): read the live state of --netns once
-	// pkg/backend/kernel exists.
-	return nil, errNeedLiveState
+	return live()
 }
 
 func readDocument(path string) (any, error) {
@@ -141,9 +158,29 @@ func printState(w io.Writer, state any, asJSON bool) error {
 		_, err := fmt.Fprintln(w)
 		return err
 	}
-	data, err := encodeDocument(state, asJSON)
+	// The rendered document must be a valid state: schema errors (unknown
+	// keys, bad values) are reported here, before anything could apply it,
+	// as upstream's typed rendering does. The output is the engine's
+	// canonical form.
+	raw, err := json.Marshal(state)
 	if err != nil {
 		return fmt.Errorf("encoding desired state: %w", err)
+	}
+	st, err := nmstate.Decode(raw)
+	if err != nil {
+		return fmt.Errorf("generated desired state: %w", err)
+	}
+	var data []byte
+	if asJSON {
+		data, err = nmstate.EncodeJSON(st)
+	} else {
+		data, err = nmstate.EncodeYAML(st)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding desired state: %w", err)
+	}
+	if asJSON && (len(data) == 0 || data[len(data)-1] != '\n') {
+		data = append(data, '\n')
 	}
 	_, err = w.Write(data)
 	return err

@@ -170,9 +170,9 @@ func TestPolicyErrors(t *testing.T) {
 		t.Errorf("empty policy: out=%q err=%v, want an empty line", out, err)
 	}
 
-	_, err = runCLI(t, "policy", td("policy.yaml"))
-	if err == nil || !strings.Contains(err.Error(), "reading the live state needs the kernel backend; pass --current") {
-		t.Errorf("without --current: %v", err)
+	_, err = runCLI(t, "policy", td("policy.yaml"), "--netns", filepath.Join(dir, "no-such-netns"))
+	if err == nil || !strings.Contains(err.Error(), "opening the node") {
+		t.Errorf("without --current, missing namespace: %v", err)
 	}
 
 	_, err = runCLI(t, "policy", badCapture, "-c", td("current.yaml"))
