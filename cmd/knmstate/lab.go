@@ -1,25 +1,183 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/knmstate/knmstate/internal/lab"
+)
+
+// labSelect are the flags every lab subcommand takes to select a lab.
+type labSelect struct {
+	name string
+	dir  string
+}
+
+func (s *labSelect) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&s.name, "name", lab.DefaultName, "the lab's name (part of its namespaces' names)")
+	cmd.Flags().StringVar(&s.dir, "dir", "", "the lab's directory (default "+lab.DefaultDir("NAME")+")")
+}
+
+func (s *labSelect) resolve() (string, error) { return lab.ResolveDir(s.name, s.dir) }
 
 func newLabCmd() *cobra.Command {
-	lab := &cobra.Command{
+	root := &cobra.Command{
 		Use:   "lab",
 		Short: "A local knmstate cluster: control plane plus nodes as network namespaces",
+		Long: `A local knmstate cluster on this machine (see docs/lab.md): etcd and
+kube-apiserver inside a switch network namespace, nodes as network
+namespaces with NICs on the switch, a handler per node and the controller.
+Needs root. Several labs coexist when their --name and --dir differ.`,
 	}
-	for _, c := range []struct{ use, short string }{
-		{"up", "Start a lab"},
-		{"down", "Stop a lab and remove everything it created"},
-		{"status", "List a lab's processes and nodes"},
-		{"exec NODE -- CMD...", "Run a command inside a node's namespaces"},
-	} {
-		lab.AddCommand(&cobra.Command{
-			Use:   c.use,
-			Short: c.short,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return notImplemented("lab " + cmd.Name())
-			},
-		})
+	root.AddCommand(newLabUpCmd(), newLabRunCmd(), newLabDownCmd(), newLabStatusCmd(), newLabExecCmd())
+	return root
+}
+
+func newLabUpCmd() *cobra.Command {
+	var sel labSelect
+	opts := lab.Options{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a lab and wait until every node reports its NodeNetworkState",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := sel.resolve()
+			if err != nil {
+				return err
+			}
+			opts.Name, opts.Dir = sel.name, dir
+			st, err := lab.Up(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			var nodes []string
+			for _, n := range st.Nodes {
+				nodes = append(nodes, fmt.Sprintf("%s (%s, %s)", n.Name, n.Role, n.Address))
+			}
+			fmt.Fprintf(out, "lab %s ready in %v: %s\n", st.Name, time.Duration(st.ReadyAfter).Round(time.Millisecond), strings.Join(nodes, ", "))
+			for _, n := range st.Notes {
+				fmt.Fprintf(out, "note: %s\n", n)
+			}
+			fmt.Fprintf(out, "supervisor pid %d, files in %s\n", st.PID, st.Dir)
+			fmt.Fprintf(out, "kubeconfig: %s\n", st.Kubeconfig)
+			fmt.Fprintf(out, "export KUBECONFIG=%s\n", st.Kubeconfig)
+			return nil
+		},
 	}
-	return lab
+	sel.register(cmd)
+	cmd.Flags().IntVar(&opts.Nodes, "nodes", 3, fmt.Sprintf("number of nodes (1..%d); the first is the control-plane node", lab.MaxNodes))
+	cmd.Flags().StringVar(&opts.APIServer, "kube-apiserver", "", "kube-apiserver binary (default: next to this binary, else the repository's bin/)")
+	cmd.Flags().StringVar(&opts.Nmstatectl, "nmstatectl", "", "nmstatectl binary running each node's DHCP (default: next to this binary); \"none\" or no binary: eth0 is configured statically")
+	cmd.Flags().DurationVar(&opts.Heartbeat, "heartbeat", lab.DefaultHeartbeat, "period of the nodes' Ready heartbeat")
+	return cmd
+}
+
+// newLabRunCmd is the supervisor `lab up` starts detached; not for users.
+func newLabRunCmd() *cobra.Command {
+	var sel labSelect
+	opts := lab.Options{}
+	cmd := &cobra.Command{
+		Use:    "run",
+		Short:  "Run a lab's supervisor in the foreground (started by lab up)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := sel.resolve()
+			if err != nil {
+				return err
+			}
+			opts.Name, opts.Dir = sel.name, dir
+			return lab.Run(cmd.Context(), opts)
+		},
+	}
+	sel.register(cmd)
+	cmd.Flags().IntVar(&opts.Nodes, "nodes", 3, "number of nodes")
+	cmd.Flags().StringVar(&opts.APIServer, "kube-apiserver", "", "kube-apiserver binary")
+	cmd.Flags().StringVar(&opts.Nmstatectl, "nmstatectl", "", "nmstatectl binary")
+	cmd.Flags().DurationVar(&opts.Heartbeat, "heartbeat", lab.DefaultHeartbeat, "period of the nodes' Ready heartbeat")
+	return cmd
+}
+
+func newLabDownCmd() *cobra.Command {
+	var sel labSelect
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop a lab and remove every process, namespace, mount and file it created",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := sel.resolve()
+			if err != nil {
+				return err
+			}
+			if err := lab.Down(cmd.Context(), sel.name, dir); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "lab in %s is down\n", dir)
+			return nil
+		},
+	}
+	sel.register(cmd)
+	return cmd
+}
+
+func newLabStatusCmd() *cobra.Command {
+	var sel labSelect
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "List a lab's processes and nodes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := sel.resolve()
+			if err != nil {
+				return err
+			}
+			return lab.Status(cmd.Context(), dir, cmd.OutOrStdout())
+		},
+	}
+	sel.register(cmd)
+	return cmd
+}
+
+func newLabExecCmd() *cobra.Command {
+	var sel labSelect
+	cmd := &cobra.Command{
+		Use:   "exec NODE -- CMD [ARGS...]",
+		Short: "Run a command inside a node's network, mount and UTS namespaces",
+		Example: `  knmstate lab exec node01 -- ip addr
+  knmstate lab exec node02 -- cat /etc/resolv.conf`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := sel.resolve()
+			if err != nil {
+				return err
+			}
+			command := args[1:]
+			if command[0] == "--" { // kept by cobra when flags stop at NODE
+				command = command[1:]
+			}
+			c, err := lab.ExecCommand(dir, args[0], command)
+			if err != nil {
+				return err
+			}
+			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			err = c.Run()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				// The command's own status, as ssh or kubectl exec do.
+				os.Exit(exit.ExitCode())
+			}
+			return err
+		},
+	}
+	sel.register(cmd)
+	// Everything after NODE belongs to the command, dashes included.
+	cmd.Flags().SetInterspersed(false)
+	return cmd
 }

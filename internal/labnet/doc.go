@@ -27,6 +27,17 @@
 // It does not configure the nodes' NICs: that is the job of the code under
 // test (the node runtime, the kernel backend).
 //
+// For the lab (internal/lab), Options.Name names the namespaces after the
+// lab (NamespaceName: "knml-<lab>_switch", "knml-<lab>_<node>") instead of
+// random hex, Options.Dir places the temporary directory, and
+// Options.NodeNamespaces gives each node a mount namespace whose
+// /etc/resolv.conf is a bind mount of the node's own resolv.conf (the host's
+// is never touched) and a UTS namespace with the node's name as hostname;
+// both are pinned by bind mounts in a private directory of the switch's
+// temporary directory. Sweep removes a lab's leftovers after its owner
+// died: processes inside its namespaces, the namespaces, and the mounts
+// below its directory.
+//
 // dnsmasq is started by forking from an OS thread that has been switched
 // into the switch namespace (the child inherits the thread's network
 // namespace), rather than through `ip netns exec`: the PID we hold is

@@ -34,14 +34,18 @@ type NS struct {
 	Netlink *netlink.Handle
 }
 
-// newNS creates a named namespace with loopback up. On error, whatever was
-// created is removed again.
-func newNS() (_ *NS, err error) {
-	b := make([]byte, 5)
-	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("random namespace name: %w", err)
+// newNS creates a named namespace with loopback up: Prefix+name, or
+// Prefix and random hex when name is "". On error, whatever was created is
+// removed again.
+func newNS(name string) (_ *NS, err error) {
+	if name == "" {
+		b := make([]byte, 5)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("random namespace name: %w", err)
+		}
+		name = hex.EncodeToString(b)
 	}
-	n := &NS{Name: Prefix + hex.EncodeToString(b), Handle: netns.None()}
+	n := &NS{Name: Prefix + name, Handle: netns.None()}
 	n.Path = filepath.Join(runDir, n.Name)
 	defer func() {
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,6 +47,21 @@ type Options struct {
 	Dnsmasq string
 	// StartTimeout bounds waiting for dnsmasq to be serving; default 10s.
 	StartTimeout time.Duration
+	// Name, when set, names the namespaces after it (NamespaceName) instead
+	// of random hex, so a lab's namespaces are recognisable and Sweep can
+	// find them; it must be a valid lab name (ValidateName).
+	Name string
+	// Dir is where the switch's temporary directory is created; default
+	// os.TempDir().
+	Dir string
+	// NodeNamespaces gives every node a mount namespace in which
+	// /etc/resolv.conf is the node's own resolv.conf, and a UTS namespace
+	// whose hostname is the node's name (Node.MountNS, Node.UTSNS).
+	NodeNamespaces bool
+	// NodeSysctls are written in every node's network namespace before its
+	// NICs are made (keys in slash form, "net/ipv6/conf/default/accept_ra"),
+	// so the NICs are born with them.
+	NodeSysctls map[string]string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -100,6 +116,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 10 * time.Second
 	}
+	if o.Name != "" {
+		if err := ValidateName(o.Name); err != nil {
+			return o, fmt.Errorf("name: %w", err)
+		}
+	}
 	return o, nil
 }
 
@@ -135,6 +156,12 @@ type Node struct {
 	// ResolvConf is the path of the node's own resolv.conf, pointing at the
 	// switch's DNS. Nodes never use /etc/resolv.conf.
 	ResolvConf string
+	// MountNS and UTSNS are the files holding the node's mount and UTS
+	// namespaces (Options.NodeNamespaces), for nsenter --mount/--uts; ""
+	// otherwise.
+	MountNS, UTSNS string
+
+	mounts []string // host-side mount points to remove with the node
 }
 
 // NewSwitch creates the switch namespace, its bridge with the gateway
@@ -152,10 +179,15 @@ func NewSwitch(ctx context.Context, opts Options) (_ *Switch, err error) {
 			_ = s.Close()
 		}
 	}()
-	if s.Dir, err = os.MkdirTemp("", Prefix+"switch-"); err != nil {
+	if s.Dir, err = os.MkdirTemp(opts.Dir, Prefix+"switch-"); err != nil {
 		return nil, fmt.Errorf("switch temp dir: %w", err)
 	}
-	if s.NS, err = newNS(); err != nil {
+	if opts.NodeNamespaces {
+		if err := s.privateNSDir(); err != nil {
+			return nil, err
+		}
+	}
+	if s.NS, err = newNS(nsSuffix(opts.Name, "switch")); err != nil {
 		return nil, err
 	}
 	if err := s.addBridge(); err != nil {
@@ -276,8 +308,28 @@ func (s *Switch) AddNode(name string, nics ...string) (_ *Node, err error) {
 			_ = n.NS.close()
 		}
 	}()
-	if n.NS, err = newNS(); err != nil {
+	defer func() {
+		if err != nil {
+			_ = n.unmount()
+		}
+	}()
+	if s.Options.Name != "" {
+		if err := ValidateName(name); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+	}
+	if n.NS, err = newNS(nsSuffix(s.Options.Name, name)); err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	keys := make([]string, 0, len(s.Options.NodeSysctls))
+	for k := range s.Options.NodeSysctls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := n.NS.Sysctl(k, s.Options.NodeSysctls[k]); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
 	}
 	br, err := s.NS.Netlink.LinkByName(BridgeName)
 	if err != nil {
@@ -333,6 +385,11 @@ func (s *Switch) AddNode(name string, nics ...string) (_ *Node, err error) {
 	if err := os.WriteFile(n.ResolvConf, []byte(resolv), 0o644); err != nil {
 		return nil, fmt.Errorf("node %s resolv.conf: %w", name, err)
 	}
+	if s.Options.NodeNamespaces {
+		if err := s.nodeNamespaces(n); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+	}
 	s.mu.Lock()
 	s.nodes = append(s.nodes, n)
 	s.mu.Unlock()
@@ -362,8 +419,16 @@ func (s *Switch) Close() error {
 	s.nodes = nil
 	s.mu.Unlock()
 	for _, n := range nodes {
+		if err := n.unmount(); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+		}
 		if err := n.NS.close(); err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+		}
+	}
+	if s.Options.NodeNamespaces && s.Dir != "" {
+		if err := unmountUnder(s.Dir); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if s.NS != nil {

@@ -11,6 +11,10 @@ import (
 // ordinary Go thread would let an unrelated goroutine that locks that thread
 // and exits locked (the usual way to discard a thread moved into another
 // network namespace) kill the control plane in the middle of a test.
+//
+// With a network namespace, the thread is switched into it for its whole
+// life, so every child starts there (a child inherits the forking thread's
+// namespace).
 type spawner struct {
 	reqs chan spawnReq
 }
@@ -20,19 +24,39 @@ type spawnReq struct {
 	err chan error
 }
 
-func newSpawner() *spawner {
+// newSpawner starts the spawner's thread, inside the network namespace at
+// netnsPath unless it is "".
+func newSpawner(netnsPath string) (*spawner, error) {
 	s := &spawner{reqs: make(chan spawnReq)}
-	go s.loop()
-	return s
+	ready := make(chan error, 1)
+	go s.loop(netnsPath, ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-func (s *spawner) loop() {
+func (s *spawner) loop(netnsPath string, ready chan<- error) {
 	runtime.LockOSThread()
-	// Unlocking on return keeps the thread for the runtime; by then every
-	// child has been killed and reaped.
-	defer runtime.UnlockOSThread()
+	leave := func() bool { return true }
+	if netnsPath != "" {
+		var err error
+		if leave, err = enterNetNS(netnsPath); err != nil {
+			// The thread may be in a namespace it cannot leave: it stays
+			// locked and the runtime discards it with this goroutine.
+			ready <- err
+			return
+		}
+	}
+	ready <- nil
 	for r := range s.reqs {
 		r.err <- r.cmd.Start()
+	}
+	// Unlocking on return keeps the thread for the runtime; by then every
+	// child has been killed and reaped. A thread that cannot switch back
+	// stays locked and is discarded.
+	if leave() {
+		runtime.UnlockOSThread()
 	}
 }
 

@@ -3,7 +3,10 @@
 // the lab: free loopback ports, data in one temp dir, client-certificate
 // authentication, RBAC authorization, service-account signing and
 // ValidatingAdmissionPolicy on, and the project's CRDs and admission policy
-// installed and active before Start returns.
+// installed and active before Start returns. With Options.NetNS the control
+// plane runs inside a network namespace, bound to an address there (the
+// lab's switch namespace), and the returned configurations dial from inside
+// it.
 //
 // It owns the processes and the directory it creates and nothing else: it
 // never touches a real cluster, a kubeconfig it did not write, or another
@@ -52,6 +55,22 @@ type Options struct {
 	Etcd string
 	// SkipInstall leaves the API empty (no CRDs, no admission policy).
 	SkipInstall bool
+	// NetNS, when set, runs etcd and kube-apiserver inside this network
+	// namespace (a path such as /run/netns/NAME), as the lab does: they
+	// listen only there, and Config (and UserConfig's results) dial from
+	// inside it. The namespace must have loopback up.
+	NetNS string
+	// Address is the address kube-apiserver binds to and advertises;
+	// default 127.0.0.1. With NetNS it is typically an address of that
+	// namespace; "0.0.0.0" or "::" binds all of its addresses.
+	Address string
+	// Port is kube-apiserver's secure port; default a free loopback port,
+	// or 6443 with NetNS (a fresh namespace has every port free).
+	Port int
+	// Hosts are extra names and addresses the serving certificate covers
+	// (127.0.0.1, localhost and Address always are), e.g. the address of a
+	// forwarder's far end.
+	Hosts []string
 }
 
 // Env is one running control plane.
@@ -65,6 +84,8 @@ type Env struct {
 
 	ca        *authority
 	host      string
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	hosts     []string
 	etcd      *child
 	apiserver *child
 	guard     *guard
@@ -116,15 +137,35 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if e.guard, err = startGuard(dir); err != nil {
 		return nil, err
 	}
-	e.spawner = newSpawner()
+	if e.spawner, err = newSpawner(opts.NetNS); err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
 
-	ports, err := freePorts(3)
-	if err != nil {
+	var ports []int
+	if opts.NetNS != "" {
+		// Inside our own namespace the well-known ports are free; the host's
+		// free ports say nothing about it.
+		ports = []int{2379, 2380, 6443}
+		e.dial = netnsDialer(opts.NetNS)
+	} else if ports, err = freePorts(3); err != nil {
 		return nil, err
+	}
+	if opts.Port != 0 {
+		ports[2] = opts.Port
 	}
 	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	e.host = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	address := opts.Address
+	if address == "" {
+		address = "127.0.0.1"
+	}
+	// A wildcard bind is reached through loopback by our own clients.
+	reach := address
+	if ip := net.ParseIP(address); ip != nil && ip.IsUnspecified() {
+		reach = "127.0.0.1"
+	}
+	e.host = "https://" + net.JoinHostPort(reach, strconv.Itoa(ports[2]))
+	e.hosts = append([]string{"127.0.0.1", "localhost", reach}, opts.Hosts...)
 
 	if err := e.writeCredentials(); err != nil {
 		return nil, err
@@ -144,7 +185,7 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e.apiserver, err = e.spawn("kube-apiserver", opts.APIServer, e.apiserverArgs(etcdClient, ports[2])...)
+	e.apiserver, err = e.spawn("kube-apiserver", opts.APIServer, e.apiserverArgs(etcdClient, address, ports[2])...)
 	if err != nil {
 		return nil, err
 	}
@@ -219,12 +260,16 @@ func FindRepoRoot() (string, error) {
 	}
 }
 
-func (e *Env) apiserverArgs(etcd string, port int) []string {
+func (e *Env) apiserverArgs(etcd, address string, port int) []string {
+	advertise := address
+	if ip := net.ParseIP(address); ip != nil && ip.IsUnspecified() {
+		advertise = "127.0.0.1"
+	}
 	p := func(name string) string { return filepath.Join(e.Dir, "pki", name) }
 	return []string{
 		"--etcd-servers=" + etcd,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + address,
+		"--advertise-address=" + advertise,
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(e.Dir, "apiserver"),
 		"--tls-cert-file=" + p("apiserver.crt"),
@@ -257,7 +302,7 @@ func (e *Env) writeCredentials() error {
 		return err
 	}
 	e.ca = ca
-	srvCert, srvKey, err := ca.issue(now, "kube-apiserver", nil, []string{"127.0.0.1", "localhost"})
+	srvCert, srvKey, err := ca.issue(now, "kube-apiserver", nil, e.hosts)
 	if err != nil {
 		return err
 	}
@@ -311,6 +356,8 @@ func (e *Env) UserConfig(user string, groups ...string) (*rest.Config, error) {
 		// only slow them down.
 		QPS:   1000,
 		Burst: 2000,
+		// nil unless the control plane runs in a namespace (Options.NetNS).
+		Dial: e.dial,
 	}, nil
 }
 
@@ -426,6 +473,14 @@ func (e *Env) logTail() string {
 	}
 	return b.String()
 }
+
+// Host is the API server's URL as seen from where it runs (inside
+// Options.NetNS when set).
+func (e *Env) Host() string { return e.host }
+
+// CAData is the PEM certificate of the control plane's CA, which signs
+// the serving certificate and every client certificate.
+func (e *Env) CAData() []byte { return e.ca.certPEM }
 
 // PIDs returns the process IDs of the control plane's children.
 func (e *Env) PIDs() []int {

@@ -1,0 +1,132 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/testenv"
+)
+
+// NoNodeRuntime as Options.Nmstatectl runs no node runtime: eth0 gets the
+// address DHCP would give statically.
+const NoNodeRuntime = "none"
+
+// DefaultName is the name of a lab when none is given.
+const DefaultName = "lab"
+
+// MaxNodes bounds Options.Nodes: node addresses are .11 to .60 of the
+// switch's IPv4 prefix, below dnsmasq's dynamic pool.
+const MaxNodes = 50
+
+// Options select and shape a lab.
+type Options struct {
+	// Name names the lab's namespaces; default DefaultName.
+	Name string
+	// Dir is the lab's directory; default DefaultDir(Name).
+	Dir string
+	// Nodes is the number of nodes; default 3.
+	Nodes int
+	// Binary is the knmstate executable run as the supervisor, the
+	// handlers and the controller; default this process's executable.
+	Binary string
+	// APIServer is the kube-apiserver binary; default bin/kube-apiserver
+	// next to Binary, else the repository's (testenv's default).
+	APIServer string
+	// Nmstatectl runs each node's network service (DHCP on eth0); default
+	// nmstatectl next to Binary. Without it, or with NoNodeRuntime, eth0
+	// gets its address statically.
+	Nmstatectl string
+	// Heartbeat is the period of the nodes' Ready heartbeat; default
+	// DefaultHeartbeat.
+	Heartbeat time.Duration
+}
+
+// DefaultDir is the directory of the lab named name.
+func DefaultDir(name string) string {
+	return filepath.Join(os.TempDir(), "knmstate-lab-"+name)
+}
+
+// withDefaults fills defaults and validates; Dir becomes absolute, since
+// processes find the lab's leftovers by it.
+func (o Options) withDefaults() (Options, error) {
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	var errs []error
+	if err := labnet.ValidateName(o.Name); err != nil {
+		errs = append(errs, fmt.Errorf("name: %w", err))
+	}
+	if o.Dir == "" {
+		o.Dir = DefaultDir(o.Name)
+	}
+	abs, err := filepath.Abs(o.Dir)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("dir: %w", err))
+	}
+	o.Dir = abs
+	if o.Dir == "/" {
+		errs = append(errs, errors.New("dir: / cannot be a lab directory"))
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.Heartbeat < 0 {
+		errs = append(errs, fmt.Errorf("heartbeat: %v is negative", o.Heartbeat))
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Nodes < 1 || o.Nodes > MaxNodes {
+		errs = append(errs, fmt.Errorf("nodes: %d is out of range 1..%d", o.Nodes, MaxNodes))
+	}
+	if o.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("binary: %w", err))
+		}
+		o.Binary = exe
+	}
+	if o.Nmstatectl == "" {
+		next := filepath.Join(filepath.Dir(o.Binary), "nmstatectl")
+		if _, err := os.Stat(next); err == nil {
+			o.Nmstatectl = next
+		}
+	}
+	if o.APIServer == "" {
+		next := filepath.Join(filepath.Dir(o.Binary), "kube-apiserver")
+		if _, err := os.Stat(next); err == nil {
+			o.APIServer = next
+		} else if root, err := testenv.FindRepoRoot(); err == nil {
+			// Resolved here, from the caller's working directory: the
+			// supervisor runs in /.
+			o.APIServer = filepath.Join(root, "bin", "kube-apiserver")
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+// NodeName is the name of the i-th node (0-based): node01, node02, ...
+func NodeName(i int) string { return fmt.Sprintf("node%02d", i+1) }
+
+// ResolveDir returns the directory of a lab selected by --dir or --name
+// (dir wins), absolute.
+func ResolveDir(name, dir string) (string, error) {
+	if dir == "" {
+		if name == "" {
+			name = DefaultName
+		}
+		if err := labnet.ValidateName(name); err != nil {
+			return "", fmt.Errorf("name: %w", err)
+		}
+		dir = DefaultDir(name)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("dir: %w", err)
+	}
+	return abs, nil
+}

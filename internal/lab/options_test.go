@@ -1,0 +1,79 @@
+package lab
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestOptionsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"bad name", Options{Name: "Lab_1", Dir: "/tmp/x", Binary: "/bin/true"}, `name: "Lab_1" is not a valid name (lower case letters, digits and inner dashes, at most 32 characters)`},
+		{"too many nodes", Options{Nodes: 51, Dir: "/tmp/x", Binary: "/bin/true"}, "nodes: 51 is out of range 1..50"},
+		{"root dir", Options{Dir: "/", Binary: "/bin/true"}, "dir: / cannot be a lab directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.opts.withDefaults()
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	o, err := Options{Binary: "/bin/true", APIServer: "/x"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Options{Name: "lab", Dir: DefaultDir("lab"), Nodes: 3, Binary: "/bin/true", APIServer: "/x", Heartbeat: DefaultHeartbeat}
+	if diff := cmp.Diff(want, o); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	if got := []string{NodeName(0), NodeName(9), NodeName(49)}; !cmp.Equal(got, []string{"node01", "node10", "node50"}) {
+		t.Errorf("node names %v", got)
+	}
+}
+
+// TestMentions: a lab's process is recognised by its directory as a whole
+// argument or path prefix, never by a longer directory sharing a prefix.
+func TestMentions(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("/bin/sh", "-c", "sleep 30", "sh", dir+"-other", "--dir="+dir+"x")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if mentions(cmd.Process.Pid, dir) {
+		t.Errorf("pid %d mentions %s: a sibling directory was taken for the lab's", cmd.Process.Pid, dir)
+	}
+	cmd2 := exec.Command("/bin/sh", "-c", "sleep 30", "sh", "--kubeconfig", dir+"/kubeconfig")
+	if err := cmd2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd2.Process.Kill(); _ = cmd2.Wait() })
+	if !mentions(cmd2.Process.Pid, dir) {
+		t.Errorf("pid %d does not mention %s", cmd2.Process.Pid, dir)
+	}
+	if got := processesOf(dir, session(cmd2.Process.Pid)); len(got) != 1 || got[0] != cmd2.Process.Pid {
+		t.Errorf("processesOf(dir, its session) = %v, want [%d]", got, cmd2.Process.Pid)
+	}
+	if got := processesOf(dir, session(cmd2.Process.Pid)+1); len(got) != 0 {
+		t.Errorf("processesOf(dir, another session) = %v, want none", got)
+	}
+	for _, pid := range processesOf(dir, 0) {
+		if pid == os.Getpid() {
+			t.Errorf("processesOf lists the caller %s", strconv.Itoa(pid))
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netns"
+)
+
+// spawner forks children from one locked OS thread that lives as long as
+// the lab: Pdeathsig fires when the forking *thread* ends, so children
+// forked from ordinary Go threads could die at a random moment. With a
+// namespace the thread is switched into it once, and every child starts
+// there.
+type spawner struct {
+	reqs chan spawnReq
+	done chan struct{}
+}
+
+type spawnReq struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+func newSpawner(netnsPath string) (*spawner, error) {
+	s := &spawner{reqs: make(chan spawnReq), done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go func() {
+		defer close(s.done)
+		runtime.LockOSThread()
+		var orig netns.NsHandle = -1
+		if netnsPath != "" {
+			var err error
+			if orig, err = netns.Get(); err != nil {
+				ready <- fmt.Errorf("spawner: reading the thread's namespace: %w", err)
+				return
+			}
+			target, err := netns.GetFromPath(netnsPath)
+			if err != nil {
+				orig.Close()
+				runtime.UnlockOSThread()
+				ready <- fmt.Errorf("spawner: opening %s: %w", netnsPath, err)
+				return
+			}
+			err = netns.Set(target)
+			target.Close()
+			if err != nil {
+				ready <- fmt.Errorf("spawner: entering %s: %w", netnsPath, err)
+				return // thread stays locked and is discarded
+			}
+		}
+		ready <- nil
+		for r := range s.reqs {
+			r.err <- r.cmd.Start()
+		}
+		if orig >= 0 {
+			ok := netns.Set(orig) == nil
+			orig.Close()
+			if !ok {
+				return // discarded with the goroutine
+			}
+		}
+		runtime.UnlockOSThread()
+	}()
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *spawner) start(cmd *exec.Cmd) error {
+	r := spawnReq{cmd: cmd, err: make(chan error, 1)}
+	s.reqs <- r
+	return <-r.err
+}
+
+// close ends the thread once every child is gone.
+func (s *spawner) close() {
+	close(s.reqs)
+	<-s.done
+}
+
+// proc is one supervised child process: restarted with back-off when it
+// exits while the lab runs, like a kubelet restarting a pod's container.
+type proc struct {
+	name    string
+	where   string
+	bin     string
+	args    []string
+	logPath string
+	spawner *spawner
+	// changed is called after every status change.
+	changed func()
+
+	mu       sync.Mutex
+	pid      int
+	status   string
+	restarts int
+	stopped  chan struct{}
+}
+
+func (p *proc) snapshot() Process {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Process{Name: p.name, PID: p.pid, Where: p.where, Status: p.status, Restarts: p.restarts, Log: p.logPath}
+}
+
+func (p *proc) set(pid int, status string, restart bool) {
+	p.mu.Lock()
+	p.pid, p.status = pid, status
+	if restart {
+		p.restarts++
+	}
+	p.mu.Unlock()
+	if p.changed != nil {
+		p.changed()
+	}
+}
+
+// startOnce starts the process and returns a channel closed when it has
+// been reaped.
+func (p *proc) startOnce() (*exec.Cmd, chan struct{}, error) {
+	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s log: %w", p.name, err)
+	}
+	defer log.Close()
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := p.spawner.start(cmd); err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", p.name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	return cmd, done, nil
+}
+
+// run keeps the process running until ctx ends, then stops it (SIGTERM,
+// SIGKILL after 5s) and returns once it is reaped.
+func (p *proc) run(ctx context.Context) {
+	defer close(p.stopped)
+	backoff := 500 * time.Millisecond
+	for first := true; ; first = false {
+		cmd, done, err := p.startOnce()
+		if err != nil {
+			p.set(0, "exited: "+err.Error(), false)
+		} else {
+			p.set(cmd.Process.Pid, "running", !first)
+			started := time.Now()
+			select {
+			case <-done:
+				p.set(0, "exited: "+exitText(cmd, p.logPath), false)
+				if time.Since(started) > time.Minute {
+					backoff = 500 * time.Millisecond
+				}
+			case <-ctx.Done():
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-done:
+				case <-time.After(5 * time.Second):
+					_ = cmd.Process.Kill()
+					<-done
+				}
+				p.set(0, "stopped", false)
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// exitText is the exit status and the last log line.
+func exitText(cmd *exec.Cmd, logPath string) string {
+	s := cmd.ProcessState.String()
+	if b, err := os.ReadFile(logPath); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if last := lines[len(lines)-1]; last != "" {
+			s += ": " + last
+		}
+	}
+	return s
+}

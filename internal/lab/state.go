@@ -1,0 +1,151 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Files of a lab directory.
+const (
+	pidFile        = "lab.pid"
+	stateFile      = "state.json"
+	logFile        = "lab.log"
+	kubeconfigFile = "kubeconfig"
+)
+
+// Phases of a lab.
+const (
+	PhaseStarting = "Starting"
+	PhaseReady    = "Ready"
+	PhaseFailed   = "Failed"
+	PhaseStopping = "Stopping"
+)
+
+// State is what the supervisor publishes in DIR/state.json: written
+// atomically at every step, read by Up, Status, Exec and Down.
+type State struct {
+	Name  string `json:"name"`
+	Dir   string `json:"dir"`
+	PID   int    `json:"pid"`
+	Phase string `json:"phase"`
+	// Error says why the lab failed (Phase Failed).
+	Error string `json:"error,omitempty"`
+	// Notes are things a user should know (a component not available).
+	Notes []string `json:"notes,omitempty"`
+
+	StartedAt time.Time `json:"startedAt"`
+	// ReadyAfter is the time from the supervisor's start to Ready.
+	ReadyAfter Duration `json:"readyAfter,omitempty"`
+	// Steps are the start-up steps with their durations, for the report.
+	Steps []Step `json:"steps,omitempty"`
+
+	// Kubeconfig points at the forwarder (for kubectl on this machine).
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Forwarder is the forwarder's loopback address.
+	Forwarder string `json:"forwarder,omitempty"`
+	// APIServer is the API server's URL inside the switch namespace.
+	APIServer string `json:"apiServer,omitempty"`
+	// SwitchNS is the switch namespace's name under /run/netns.
+	SwitchNS string `json:"switchNetns,omitempty"`
+	// SwitchDir holds dnsmasq's files and the nodes' resolv.conf files.
+	SwitchDir string `json:"switchDir,omitempty"`
+
+	Nodes     []NodeState `json:"nodes,omitempty"`
+	Processes []Process   `json:"processes,omitempty"`
+}
+
+// NodeState is one node of the lab.
+type NodeState struct {
+	Name       string   `json:"name"`
+	Role       string   `json:"role"`
+	NetNS      string   `json:"netns"`
+	MountNS    string   `json:"mountNS"`
+	UTSNS      string   `json:"utsNS"`
+	ResolvConf string   `json:"resolvConf"`
+	Address    string   `json:"address"`
+	NICs       []string `json:"nics"`
+	Kubeconfig string   `json:"kubeconfig"`
+}
+
+// Process is one process the supervisor runs.
+type Process struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	// Where is "switch netns", "host", or the node's name.
+	Where string `json:"where"`
+	// Status is "running", "restarting", "exited: ..." or "unavailable: ...".
+	Status   string `json:"status"`
+	Restarts int    `json:"restarts,omitempty"`
+	Log      string `json:"log,omitempty"`
+}
+
+// Step is one timed start-up step.
+type Step struct {
+	Name     string   `json:"name"`
+	Duration Duration `json:"duration"`
+}
+
+// Duration marshals as a Go duration string.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// ReadState reads the state file of the lab in dir.
+func ReadState(dir string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no lab in %s: %w", dir, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading lab state: %w", err)
+	}
+	st := &State{}
+	if err := json.Unmarshal(b, st); err != nil {
+		return nil, fmt.Errorf("lab state %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return st, nil
+}
+
+// writeState replaces the state file atomically.
+func writeState(st *State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding lab state: %w", err)
+	}
+	tmp := filepath.Join(st.Dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("writing lab state: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(st.Dir, stateFile)); err != nil {
+		return fmt.Errorf("writing lab state: %w", err)
+	}
+	return nil
+}
+
+// Node returns the node named name.
+func (st *State) Node(name string) (*NodeState, error) {
+	for i := range st.Nodes {
+		if st.Nodes[i].Name == name {
+			return &st.Nodes[i], nil
+		}
+	}
+	names := make([]string, len(st.Nodes))
+	for i, n := range st.Nodes {
+		names[i] = n.Name
+	}
+	return nil, fmt.Errorf("lab %s has no node %q (nodes: %v)", st.Name, name, names)
+}

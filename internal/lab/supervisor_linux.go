@@ -1,0 +1,615 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/testenv"
+)
+
+// apiName is the API server's name in the lab's DNS zone.
+const apiName = "api"
+
+// componentNamespace is where knmstate's components live in a cluster.
+const componentNamespace = "nmstate"
+
+// supervisor owns one running lab.
+type supervisor struct {
+	opts Options
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	state State
+	procs []*proc
+	// pubMu serialises writers of the state file (one temp file name).
+	pubMu sync.Mutex
+
+	// Children: started from these spawners, stopped through procCancel.
+	hostSpawner, swSpawner *spawner
+	procCtx                context.Context
+	procCancel             context.CancelFunc
+	procWG                 sync.WaitGroup
+}
+
+// start runs p under the supervisor until the lab stops.
+func (s *supervisor) start(p *proc) {
+	p.changed, p.stopped = s.publish, make(chan struct{})
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	s.procWG.Add(1)
+	go func() { defer s.procWG.Done(); p.run(s.procCtx) }()
+}
+
+// Run is the supervisor (`knmstate lab run`): it builds the lab in
+// opts.Dir, publishes its state, keeps it running until ctx ends and then
+// removes everything it created except its log. Up starts it detached.
+func Run(ctx context.Context, opts Options) error {
+	begin := time.Now()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return fmt.Errorf("lab options: %w", err)
+	}
+	s := &supervisor{
+		opts: opts,
+		log:  slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		state: State{
+			Name: opts.Name, Dir: opts.Dir, PID: os.Getpid(),
+			Phase: PhaseStarting, StartedAt: begin,
+		},
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return fmt.Errorf("lab dir: %w", err)
+	}
+	pid := filepath.Join(opts.Dir, pidFile)
+	if err := os.WriteFile(pid, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return fmt.Errorf("lab pidfile: %w", err)
+	}
+	defer os.Remove(pid)
+	defer os.Remove(filepath.Join(opts.Dir, stateFile))
+	s.publish()
+
+	var teardown []func()
+	defer func() {
+		s.mu.Lock()
+		s.state.Phase = PhaseStopping
+		s.mu.Unlock()
+		s.publish()
+		for i := len(teardown) - 1; i >= 0; i-- {
+			teardown[i]()
+		}
+		s.log.Info("lab stopped")
+	}()
+	err = s.build(ctx, begin, &teardown)
+	if err != nil {
+		s.mu.Lock()
+		s.state.Phase, s.state.Error = PhaseFailed, err.Error()
+		s.mu.Unlock()
+		s.publish()
+		s.log.Error("lab failed", "err", err)
+		if ctx.Err() != nil {
+			return nil // stopped during start-up
+		}
+		return err
+	}
+	<-ctx.Done()
+	s.log.Info("stopping lab")
+	return nil
+}
+
+// step times one start-up step.
+func (s *supervisor) step(name string, begin time.Time) {
+	d := time.Since(begin)
+	s.mu.Lock()
+	s.state.Steps = append(s.state.Steps, Step{Name: name, Duration: Duration(d)})
+	s.mu.Unlock()
+	s.log.Info("step done", "step", name, "duration", d)
+}
+
+func (s *supervisor) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.mu.Lock()
+	s.state.Notes = append(s.state.Notes, msg)
+	s.mu.Unlock()
+	s.log.Warn(msg)
+}
+
+// publish writes the state file (with the processes' current status).
+func (s *supervisor) publish() {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.mu.Lock()
+	st := s.state
+	st.Processes = nil
+	for _, p := range s.procs {
+		st.Processes = append(st.Processes, p.snapshot())
+	}
+	s.mu.Unlock()
+	if err := writeState(&st); err != nil {
+		s.log.Error("publish state", "err", err)
+	}
+}
+
+func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]func()) error {
+	o := s.opts
+	if names, err := labnet.Namespaces(o.Name); err != nil {
+		return err
+	} else if len(names) > 0 {
+		return fmt.Errorf("namespaces of a lab named %s exist already (%s): stop that lab first (knmstate lab down --name %s, or --dir of that lab)",
+			o.Name, strings.Join(names, ", "), o.Name)
+	}
+
+	// The switch first: the API server binds to its gateway address.
+	t := time.Now()
+	gw4 := netip.MustParsePrefix("192.0.2.1/24")
+	apiHost := apiName + ".lab.example"
+	var extra []string
+	nodes := make([]NodeState, o.Nodes)
+	for i := range nodes {
+		role := RoleWorker
+		if i == 0 {
+			role = RoleControlPlane
+		}
+		b := gw4.Addr().As4()
+		b[3] = byte(11 + i)
+		nodes[i] = NodeState{Name: NodeName(i), Role: role, Address: netip.AddrFrom4(b).String()}
+		// The address the node's DHCP client gets (by eth0's MAC).
+		extra = append(extra, fmt.Sprintf("dhcp-host=%s,%s,%s", nodes[i].mac(), nodes[i].Name, nodes[i].Address))
+	}
+	sw, err := labnet.NewSwitch(ctx, labnet.Options{
+		Gateway4:       gw4,
+		Name:           o.Name,
+		Dir:            o.Dir,
+		NodeNamespaces: true,
+		Records:        map[string]netip.Addr{apiHost: gw4.Addr()},
+		DnsmasqExtra:   extra,
+		// The NICs are born unconfigured: no SLAAC from the switch's router
+		// advertisements. eth0, the primary NIC, accepts them (addNode).
+		NodeSysctls: map[string]string{
+			"net/ipv6/conf/default/accept_ra": "0",
+			"net/ipv6/conf/default/autoconf":  "0",
+		},
+	})
+	if err != nil {
+		return err
+	}
+	*teardown = append(*teardown, func() {
+		if err := sw.Close(); err != nil {
+			s.log.Error("remove switch", "err", err)
+		}
+	})
+	s.mu.Lock()
+	s.state.SwitchNS, s.state.SwitchDir = sw.NS.Name, sw.Dir
+	s.mu.Unlock()
+	if s.hostSpawner, err = newSpawner(""); err != nil {
+		return err
+	}
+	if s.swSpawner, err = newSpawner(sw.NS.Path); err != nil {
+		s.hostSpawner.close()
+		return err
+	}
+	s.procCtx, s.procCancel = context.WithCancel(context.WithoutCancel(ctx))
+	*teardown = append(*teardown, func() {
+		// Every child gets SIGTERM at once; the spawners' threads end
+		// once all are reaped.
+		s.procCancel()
+		s.procWG.Wait()
+		s.hostSpawner.close()
+		s.swSpawner.close()
+	})
+	s.step("switch namespace, bridge, dnsmasq", t)
+
+	// The control plane and the nodes' namespaces in parallel: the API
+	// server's start-up dominates.
+	t = time.Now()
+	type envResult struct {
+		env *testenv.Env
+		err error
+	}
+	envc := make(chan envResult, 1)
+	go func() {
+		e, err := testenv.Start(ctx, testenv.Options{
+			RootDir:   o.Dir,
+			APIServer: o.APIServer,
+			NetNS:     sw.NS.Path,
+			Address:   gw4.Addr().String(),
+			Hosts:     []string{apiHost},
+		})
+		if err == nil {
+			s.step("control plane (etcd, kube-apiserver, CRDs, admission policy)", t)
+		}
+		envc <- envResult{e, err}
+	}()
+	var env *testenv.Env
+	envDone := false
+	waitEnv := func() error {
+		if !envDone {
+			r := <-envc
+			env, envDone = r.env, true
+			if r.err != nil {
+				return r.err
+			}
+			*teardown = append(*teardown, func() {
+				if err := env.Stop(); err != nil {
+					s.log.Error("stop control plane", "err", err)
+				}
+			})
+		}
+		if env == nil {
+			return errors.New("control plane did not start")
+		}
+		return nil
+	}
+	// The control plane must be stopped even when a node step fails.
+	defer func() {
+		if !envDone {
+			if r := <-envc; r.env != nil {
+				_ = r.env.Stop()
+			}
+		}
+	}()
+
+	tn := time.Now()
+	dhcp := s.opts.Nmstatectl != "" && s.opts.Nmstatectl != NoNodeRuntime
+	if !dhcp {
+		s.note("no node runtime (nmstatectl): eth0 addresses are installed statically (the address DHCP would give), no DHCP client runs")
+	}
+	for i := range nodes {
+		if err := s.addNode(sw, &nodes[i], gw4, dhcp); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.state.Nodes = append([]NodeState(nil), nodes...)
+	s.mu.Unlock()
+	s.publish()
+	s.step(fmt.Sprintf("%d node namespaces with eth0..eth2", len(nodes)), tn)
+	if dhcp {
+		tn = time.Now()
+		if err := waitLeases(ctx, sw, nodes); err != nil {
+			return err
+		}
+		s.step("node runtimes: eth0 configured by DHCP", tn)
+	}
+
+	if err := waitEnv(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	*teardown = append(*teardown, cancel)
+
+	// kubectl's way in.
+	fwd, err := newForwarder(strings.TrimPrefix(env.Host(), "https://"), env.Config.Dial, s.log)
+	if err != nil {
+		return fmt.Errorf("forwarder: %w", err)
+	}
+	fwdDone := make(chan struct{})
+	go func() { fwd.serve(ctx); close(fwdDone) }()
+	*teardown = append(*teardown, func() { cancel(); <-fwdDone })
+	kubeconfig := filepath.Join(o.Dir, kubeconfigFile)
+	host := rest.CopyConfig(env.Config)
+	host.Host, host.Dial = "https://"+fwd.Addr(), nil
+	if err := testenv.WriteKubeconfig(kubeconfig, host); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.state.Kubeconfig, s.state.Forwarder, s.state.APIServer = kubeconfig, fwd.Addr(), env.Host()
+	s.mu.Unlock()
+
+	// Node objects, kept Ready.
+	t = time.Now()
+	kube, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return err
+	}
+	// The namespace knmstate is deployed in (the controller's leader
+	// election lease lives there).
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: componentNamespace}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create namespace %s: %w", componentNamespace, err)
+	}
+	for _, n := range nodes {
+		if err := createNode(ctx, kube, n); err != nil {
+			return err
+		}
+	}
+	hbDone := make(chan struct{})
+	go func() {
+		keepReady(ctx, kube, nodes, o.Heartbeat, func(msg string, args ...any) { s.log.Error(msg, args...) })
+		close(hbDone)
+	}()
+	*teardown = append(*teardown, func() { cancel(); <-hbDone })
+	s.step("node objects", t)
+
+	// Handlers (one per node) and the controller.
+	t = time.Now()
+	if err := s.startComponents(env, sw, nodes); err != nil {
+		return err
+	}
+	s.publish()
+	handlers := s.available("handler")
+	if handlers {
+		dyn, err := dynamic.NewForConfig(env.Config)
+		if err != nil {
+			return err
+		}
+		if err := waitNNS(ctx, dyn, nodes); err != nil {
+			return err
+		}
+		s.step("handlers: every node has a NodeNetworkState", t)
+	}
+	s.mu.Lock()
+	s.state.Phase = PhaseReady
+	s.state.ReadyAfter = Duration(time.Since(begin))
+	s.mu.Unlock()
+	s.publish()
+	s.log.Info("lab ready", "after", time.Since(begin), "kubeconfig", kubeconfig)
+	return nil
+}
+
+// addNode creates a node's namespaces and NICs and gives eth0 the address
+// the switch's DHCP server reserves for the node, with the default route.
+func (s *supervisor) addNode(sw *labnet.Switch, n *NodeState, gw4 netip.Prefix, dhcp bool) error {
+	node, err := sw.AddNode(n.Name, "eth0", "eth1", "eth2")
+	if err != nil {
+		return err
+	}
+	n.NetNS, n.MountNS, n.UTSNS, n.ResolvConf, n.NICs = node.NS.Name, node.MountNS, node.UTSNS, node.ResolvConf, node.NICs
+	eth0, err := node.NS.Netlink.LinkByName("eth0")
+	if err != nil {
+		return fmt.Errorf("node %s: eth0: %w", n.Name, err)
+	}
+	// A fixed MAC, so the switch's DHCP reservation finds the node.
+	if err := node.NS.Netlink.LinkSetHardwareAddr(eth0, n.mac()); err != nil {
+		return fmt.Errorf("node %s: eth0 MAC %s: %w", n.Name, n.mac(), err)
+	}
+	// The primary NIC takes the switch's router advertisements (SLAAC and
+	// the IPv6 default route), as a DHCP-configured NIC does.
+	for _, k := range []string{"accept_ra", "autoconf"} {
+		if err := node.NS.Sysctl("net/ipv6/conf/eth0/"+k, "1"); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
+	if dhcp {
+		return s.startNodeRuntime(n)
+	}
+	addr := netip.PrefixFrom(netip.MustParseAddr(n.Address), gw4.Bits())
+	a, err := netlink.ParseAddr(addr.String())
+	if err != nil {
+		return err
+	}
+	if err := node.NS.Netlink.AddrAdd(eth0, a); err != nil {
+		return fmt.Errorf("node %s: adding %s to eth0: %w", n.Name, addr, err)
+	}
+	gw := gw4.Addr().AsSlice()
+	if err := node.NS.Netlink.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: gw}); err != nil {
+		return fmt.Errorf("node %s: default route via %s: %w", n.Name, gw4.Addr(), err)
+	}
+	return nil
+}
+
+// available reports whether the knmstate binary implements a component
+// (its flags include --kubeconfig), so the lab also runs with a binary
+// where it is still a stub.
+func (s *supervisor) available(component string) bool {
+	out, err := exec.Command(s.opts.Binary, component, "--help").CombinedOutput()
+	return err == nil && strings.Contains(string(out), "--kubeconfig")
+}
+
+func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes []NodeState) error {
+	o := s.opts
+	start := s.start
+	// Handlers run on this machine's side and reach into their node: the
+	// kernel through --netns, the API through the node's NIC (--dial-netns).
+	handlerOK := s.available("handler")
+	if !handlerOK {
+		s.note("`%s handler` is not implemented in this binary: nodes run without a handler and have no NodeNetworkState", o.Binary)
+	}
+	var help string
+	if handlerOK {
+		out, _ := exec.Command(o.Binary, "handler", "--help").CombinedOutput()
+		help = string(out)
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		dir := filepath.Join(o.Dir, "nodes", n.Name)
+		if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
+			return fmt.Errorf("node %s dir: %w", n.Name, err)
+		}
+		cfg, err := env.UserConfig("knmstate-handler:"+n.Name, "system:masters")
+		if err != nil {
+			return err
+		}
+		cfg.Dial = nil // the handler dials from its node's namespace
+		n.Kubeconfig = filepath.Join(dir, "kubeconfig")
+		if err := testenv.WriteKubeconfig(n.Kubeconfig, cfg); err != nil {
+			return err
+		}
+		if !handlerOK {
+			continue
+		}
+		args := []string{"handler", "--node", n.Name, "--kubeconfig", n.Kubeconfig,
+			"--netns", n.NetNS, "--dial-netns", n.NetNS, "--resolv-conf", n.ResolvConf}
+		if strings.Contains(help, "--uts-ns") {
+			args = append(args, "--uts-ns", n.UTSNS)
+		}
+		if strings.Contains(help, "--state-dir") {
+			args = append(args, "--state-dir", filepath.Join(dir, "state"))
+		}
+		start(&proc{name: "handler/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: o.Binary, args: args,
+			logPath: filepath.Join(dir, "handler.log"), spawner: s.hostSpawner})
+	}
+	s.mu.Lock()
+	s.state.Nodes = append([]NodeState(nil), nodes...)
+	s.mu.Unlock()
+
+	// The controller runs inside the switch namespace, next to the API
+	// server, like a control-plane pod.
+	if !s.available("controller") {
+		s.note("`%s controller` is not implemented in this binary: the lab runs without it", o.Binary)
+		return nil
+	}
+	cfg, err := env.UserConfig("knmstate-controller", "system:masters")
+	if err != nil {
+		return err
+	}
+	cfg.Dial = nil
+	kc := filepath.Join(o.Dir, "controller.kubeconfig")
+	if err := testenv.WriteKubeconfig(kc, cfg); err != nil {
+		return err
+	}
+	start(&proc{name: "controller", where: "switch netns " + sw.NS.Name, bin: o.Binary,
+		args: []string{"controller", "--kubeconfig", kc}, logPath: filepath.Join(o.Dir, "controller.log"), spawner: s.swSpawner})
+	return nil
+}
+
+// waitNNS waits until every node has a NodeNetworkState with a state.
+func waitNNS(ctx context.Context, dyn dynamic.Interface, nodes []NodeState) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var last error
+	for {
+		missing, err := missingNNS(ctx, dyn, nodes)
+		if err == nil && len(missing) == 0 {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("no NodeNetworkState yet for %s", strings.Join(missing, ", "))
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the handlers: %w", last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// mac is the node's eth0 MAC address: locally administered, derived from
+// the node's address.
+func (n *NodeState) mac() net.HardwareAddr {
+	a := netip.MustParseAddr(n.Address).As4()
+	return net.HardwareAddr{0x02, 0x6b, 0x6e, 0x6d, a[2], a[3]}
+}
+
+// nodeConfig is the state file the node runtime applies at start: eth0 by
+// DHCPv4, DHCPv6 and SLAAC, as an installer would configure a node's
+// primary NIC.
+const nodeConfig = `# written by knmstate lab: the node's primary NIC, configured by DHCP
+interfaces:
+- name: eth0
+  type: ethernet
+  state: up
+  ipv4:
+    enabled: true
+    dhcp: true
+    dhcp-custom-hostname: %[1]s
+  ipv6:
+    enabled: true
+    dhcp: true
+    dhcp-custom-hostname: %[1]s
+    autoconf: true
+`
+
+// startNodeRuntime runs the node's network service (`nmstatectl service`,
+// the node runtime of pkg/noded: DHCP clients, leases, DNS) on the node's
+// namespaces, applying nodeConfig at start.
+func (s *supervisor) startNodeRuntime(n *NodeState) error {
+	dir := filepath.Join(s.opts.Dir, "nodes", n.Name)
+	cfgDir := filepath.Join(dir, "config")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		return fmt.Errorf("node %s config dir: %w", n.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "00-eth0.yml"), []byte(fmt.Sprintf(nodeConfig, n.Name)), 0o600); err != nil {
+		return fmt.Errorf("node %s config: %w", n.Name, err)
+	}
+	s.start(&proc{
+		name: "noded/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: s.opts.Nmstatectl,
+		args: []string{"--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS,
+			"--state-dir", filepath.Join(dir, "noded"), "service", "--config", cfgDir},
+		logPath: filepath.Join(dir, "noded.log"), spawner: s.hostSpawner,
+	})
+	return nil
+}
+
+// waitLeases waits until every node's eth0 has its reserved IPv4 address
+// and a default route.
+func waitLeases(ctx context.Context, sw *labnet.Switch, nodes []NodeState) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		var missing []string
+		for _, n := range nodes {
+			if !hasLease(n) {
+				missing = append(missing, n.Name)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no DHCP lease on eth0 of %s (see nodes/*/noded.log and %s): %w", strings.Join(missing, ", "), sw.LogPath(), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// hasLease reports whether the node's eth0 has its address and a default
+// route.
+func hasLease(n NodeState) bool {
+	h, err := netns.GetFromName(n.NetNS)
+	if err != nil {
+		return false
+	}
+	defer h.Close()
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		return false
+	}
+	defer nl.Close()
+	l, err := nl.LinkByName("eth0")
+	if err != nil {
+		return false
+	}
+	addrs, err := nl.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, a := range addrs {
+		found = found || a.IP.String() == n.Address
+	}
+	if !found {
+		return false
+	}
+	routes, err := nl.RouteList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return false
+	}
+	for _, r := range routes {
+		if r.Dst == nil || r.Dst.IP.IsUnspecified() {
+			return true
+		}
+	}
+	return false
+}
