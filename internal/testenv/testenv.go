@@ -181,6 +181,11 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 		"--initial-cluster=default="+etcdPeer,
 		"--logger=zap",
 		"--log-level=warn",
+		// Periodic progress notifications let the apiserver's watch cache
+		// learn the current revision of idle resources; without them a
+		// watch "from now" on a CRD nobody wrote to lately fails with "Too
+		// large resource version" for seconds.
+		"--experimental-watch-progress-notify-interval=1s",
 	)
 	if err != nil {
 		return nil, err
