@@ -1,0 +1,217 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/pkg/apply"
+	"github.com/knmstate/knmstate/pkg/backend/kernel"
+	"github.com/knmstate/knmstate/pkg/nmstate"
+)
+
+// stepTimeout bounds one apply (with its verification retries); the qemu
+// lane runs under TCG, hence the margin.
+const stepTimeout = 2 * time.Minute
+
+// node is a fresh namespace with the NICs the examples refer to (eth1 and
+// eth2: veths whose other ends live in a peer namespace, as upstream's
+// test bed has them), a private resolv.conf and a private UTS namespace,
+// reached through the real kernel backend.
+type node struct {
+	ns       *nstest.NS
+	peer     *nstest.NS
+	backend  *kernel.Backend
+	stateDir string
+	resolv   string
+	uts      string
+}
+
+func newNode(t *testing.T) *node {
+	t.Helper()
+	ns, peer := nstest.New(t), nstest.New(t)
+	nstest.Veth(t, ns, "eth1", peer, "sw-eth1")
+	nstest.Veth(t, ns, "eth2", peer, "sw-eth2")
+	dir := t.TempDir()
+	resolv := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uts := newUTSNS(t)
+	b, err := kernel.Open(context.Background(), kernel.Options{NetNS: ns.Path, ResolvConf: resolv, UTSNS: uts})
+	if err != nil {
+		t.Fatalf("opening the kernel backend: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return &node{ns: ns, peer: peer, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts}
+}
+
+// newUTSNS creates a private UTS namespace and returns a path that opens
+// it, so hostname examples never reach the machine's hostname. Only the
+// returned descriptor keeps the namespace alive (closed by t.Cleanup).
+func newUTSNS(t *testing.T) string {
+	t.Helper()
+	type result struct {
+		fd  int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		fd, back, err := unshareUTS()
+		if back {
+			runtime.UnlockOSThread()
+		} // else the thread stays locked and the runtime discards it
+		ch <- result{fd, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatalf("creating a UTS namespace: %v", r.err)
+	}
+	t.Cleanup(func() { unix.Close(r.fd) })
+	return fmt.Sprintf("/proc/self/fd/%d", r.fd)
+}
+
+// unshareUTS runs on a locked thread: it moves the thread into a new UTS
+// namespace, opens it, and switches the thread back. back reports whether
+// the thread is in its original namespace again. It refuses a namespace
+// that is the original one, since a hostname example would then rename the
+// machine.
+func unshareUTS() (fd int, back bool, err error) {
+	self := fmt.Sprintf("/proc/self/task/%d/ns/uts", unix.Gettid())
+	orig, err := unix.Open(self, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, true, fmt.Errorf("opening the thread's uts namespace: %w", err)
+	}
+	defer unix.Close(orig)
+	if err := unix.Unshare(unix.CLONE_NEWUTS); err != nil {
+		return -1, true, fmt.Errorf("unshare uts: %w", err)
+	}
+	fd, err = unix.Open(self, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	back = unix.Setns(orig, unix.CLONE_NEWUTS) == nil
+	if err != nil {
+		return -1, back, fmt.Errorf("opening the new uts namespace: %w", err)
+	}
+	var o, n unix.Stat_t
+	if err := unix.Fstat(orig, &o); err != nil {
+		unix.Close(fd)
+		return -1, back, err
+	}
+	if err := unix.Fstat(fd, &n); err != nil {
+		unix.Close(fd)
+		return -1, back, err
+	}
+	if o.Ino == n.Ino && o.Dev == n.Dev {
+		unix.Close(fd)
+		return -1, back, fmt.Errorf("the new uts namespace is the original one; refusing to continue")
+	}
+	return fd, back, nil
+}
+
+func (n *node) options() apply.Options {
+	return apply.Options{StateDir: n.stateDir, VerifyInterval: 200 * time.Millisecond, NetNS: n.ns.Path}
+}
+
+// applyStep applies one desired state and checks the outcome four ways:
+// Apply itself succeeds (it verifies internally), an independent Verify of
+// the desired state against a fresh Show passes, a direct netlink look
+// (checkKernel) finds the links, addresses and routes, and planning the same
+// desired state again against that Show gives an empty plan. It returns
+// what went wrong, so a scenario with a known engine issue can expect it.
+func (n *node) applyStep(ctx context.Context, t *testing.T, what string, desired *nmstate.State) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	res, err := apply.Apply(ctx, n.backend, desired.Clone(), n.options())
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", what, err)
+	}
+	t.Logf("%s: plan executed:\n%s", what, res.Plan)
+	cur, err := n.backend.Show(ctx)
+	if err != nil {
+		return fmt.Errorf("show after %s: %w", what, err)
+	}
+	var errs []error
+	if err := nmstate.Verify(desired, cur); err != nil {
+		errs = append(errs, fmt.Errorf("verify %s after apply:\n%w", what, err))
+	}
+	if err := n.checkKernel(desired); err != nil {
+		errs = append(errs, fmt.Errorf("%s: netlink shows:\n%w", what, err))
+	}
+	m, err := nmstate.Merge(desired.Clone(), cur)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("%s: merge against the re-read state: %w", what, err))...)
+	}
+	p, err := nmstate.PlanChanges(m)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("%s: plan against the re-read state: %w", what, err))...)
+	}
+	if !p.Empty() {
+		errs = append(errs, fmt.Errorf("%s: fixed point broken, planning again gives:\n%s", what, p))
+	}
+	return errors.Join(errs...)
+}
+
+// runSteps applies each desired state in order in n and stops at the
+// first step that goes wrong (later steps build on it).
+func runSteps(ctx context.Context, t *testing.T, n *node, names []string, states []*nmstate.State) error {
+	for i, d := range states {
+		if err := n.applyStep(ctx, t, names[i], d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runScenario applies each step file of s in order in a fresh node. A
+// scenario with a known engine issue must still fail, so the table is
+// corrected (and the support matrix regenerated) once it is fixed.
+func runScenario(t *testing.T, s scenario) {
+	var states []*nmstate.State
+	for _, f := range s.steps {
+		desired, err := nmstate.Decode(readExample(t, f))
+		if err != nil {
+			t.Fatalf("decoding %s: %v", f, err)
+		}
+		states = append(states, desired)
+	}
+	expect(t, s.known, runSteps(context.Background(), t, newNode(t), s.steps, states))
+}
+
+// expect judges a scenario's outcome: without a known issue it must have
+// passed; with one it must still fail (so the table is corrected, and the
+// support matrix regenerated, once the issue is fixed).
+func expect(t *testing.T, known string, err error) {
+	t.Helper()
+	switch {
+	case known == "" && err != nil:
+		t.Fatal(err)
+	case known != "" && err == nil:
+		t.Fatalf("passes now although the table lists a known issue (%s): remove it from the table and run go test ./test/conformance -update", known)
+	case known != "":
+		t.Logf("fails as expected (known issue: %s): %v", known, err)
+	}
+}
+
+// runLane runs every scenario of one lane as a subtest.
+func runLane(t *testing.T, l lane) {
+	ran := 0
+	for _, s := range scenarios {
+		if s.lane != l {
+			continue
+		}
+		ran++
+		t.Run(s.name, func(t *testing.T) { runScenario(t, s) })
+	}
+	if ran == 0 {
+		t.Fatalf("no scenario for the %s", l)
+	}
+}
