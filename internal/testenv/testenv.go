@@ -190,6 +190,12 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// kube-apiserver gives up on an unreachable etcd after a fixed storage
+	// timeout; on a loaded machine etcd can take longer than that to
+	// listen, so start the API server only once etcd answers.
+	if err := e.waitEtcd(ctx, etcdClient); err != nil {
+		return nil, err
+	}
 	e.apiserver, err = e.spawn("kube-apiserver", opts.APIServer, e.apiserverArgs(etcdClient, address, ports[2])...)
 	if err != nil {
 		return nil, err
@@ -421,6 +427,43 @@ func (c *child) exited() bool {
 func (c *child) kill() {
 	_ = c.cmd.Process.Kill()
 	<-c.done
+}
+
+// waitEtcd polls etcd's /health until it answers healthy.
+func (e *Env) waitEtcd(ctx context.Context, url string) error {
+	transport := &http.Transport{}
+	if e.dial != nil {
+		transport.DialContext = e.dial
+	}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport, Timeout: time.Second}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var last error
+	for {
+		if e.etcd.exited() {
+			tail := e.logTail()
+			if strings.Contains(tail, "address already in use") {
+				return fmt.Errorf("etcd exited during start-up: %w%s", errPortTaken, tail)
+			}
+			return fmt.Errorf("etcd exited during start-up%s", tail)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("health: %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd not healthy: %w (last: %v)%s", ctx.Err(), last, e.logTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // waitReady polls /readyz until the API server reports ready (all its
