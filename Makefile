@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all setup build generate verify-generated test test-unit test-kernel demo bench clean
+.PHONY: all setup build generate verify-generated test test-unit test-kernel test-e2e demo bench clean
 
 all: build
 
@@ -25,6 +25,9 @@ test: setup ## the whole test suite
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) test-kernel
+
+test-e2e: setup ## the end-to-end suite alone: one lab, the real kubectl, every example (part of make test)
+	$(GO) test -count=1 -v -timeout 15m ./test/e2e/
 
 test-kernel: setup ## backend tests under qemu on Debian's full kernel (bonding, 8021q, vrf, ...)
 	@bash hack/kernel-lane/run.sh

@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 
 packages=(etcd-server iproute2 dnsmasq openvswitch-switch qemu-system-x86 busybox-static cpio kmod xz-utils zstd ca-certificates)
 
+# kubectl drives make demo and test/e2e; Debian's kubernetes-client when absent.
+if ! command -v kubectl >/dev/null; then
+	packages+=(kubernetes-client)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then

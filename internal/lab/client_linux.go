@@ -60,6 +60,9 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if opts.Heartbeat != DefaultHeartbeat {
 		args = append(args, "--heartbeat", opts.Heartbeat.String())
 	}
+	for _, a := range opts.HandlerArgs {
+		args = append(args, "--handler-arg="+a)
+	}
 	cmd := exec.Command(opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = "/"

@@ -43,6 +43,9 @@ type Options struct {
 	// Heartbeat is the period of the nodes' Ready heartbeat; default
 	// DefaultHeartbeat.
 	Heartbeat time.Duration
+	// HandlerArgs are appended to every node's `knmstate handler` command
+	// line (e.g. shorter probe timeouts for demos and end-to-end tests).
+	HandlerArgs []string
 }
 
 // DefaultDir is the directory of the lab named name.

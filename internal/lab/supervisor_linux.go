@@ -455,6 +455,7 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 		if strings.Contains(help, "--state-dir") {
 			args = append(args, "--state-dir", filepath.Join(dir, "state"))
 		}
+		args = append(args, o.HandlerArgs...)
 		start(&proc{name: "handler/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: o.Binary, args: args,
 			logPath: filepath.Join(dir, "handler.log"), spawner: s.hostSpawner})
 	}

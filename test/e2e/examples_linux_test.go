@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// outcome is what an example is expected to end as in the lab.
+type outcome int
+
+const (
+	// available: the policy reaches Available and the nodes carry it.
+	available outcome = iota
+	// degraded: the policy ends Degraded; an enactment's Failing message
+	// names what this machine lacks, and the nodes are left as they were.
+	degraded
+	// rolledBack: applied, probes fail, rolled back (TestRollback).
+	rolledBack
+	// notAPolicy: not a NodeNetworkConfigurationPolicy (the NMState CR).
+	notAPolicy
+)
+
+// allNodes are the lab's nodes.
+var allNodes = []string{"node01", "node02", "node03"}
+
+// example is one file of examples/ and what the lab must make of it.
+type example struct {
+	file   string
+	policy string // metadata.name
+	outcome
+	// nodes the policy selects.
+	nodes []string
+	// feature is part of the Failing message of a degraded example.
+	feature string
+	// check asserts the nodes carry the policy's configuration
+	// (available).
+	check func(t *testing.T)
+	// cleanup is the desired state applied (as a policy of its own) after
+	// an available example, to give the next example the lab's initial
+	// network: eth1 and eth2 up without addresses, no bridges.
+	cleanup string
+}
+
+// resetEth1 disables IPv4 (and DHCP) on eth1 again.
+const resetEth1 = `
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`
+
+// examples in the order the suite applies them, one after another.
+// Examples that build on the one before (a cleanup example) follow it.
+var examples = []example{
+	{file: "linux-bridge.yaml", policy: "linux-bridge", nodes: allNodes, check: func(t *testing.T) {
+		for _, n := range allNodes {
+			bridgeWithPorts(t, n, "br1", "eth1")
+			dhcpAddress(t, n, "br1")
+		}
+	}},
+	// Upstream's way back from linux-bridge.yaml.
+	{file: "detach-bridge-port-and-restore-eth.yaml", policy: "detach-bridge-port-and-restore-eth", nodes: allNodes, check: func(t *testing.T) {
+		for _, n := range allNodes {
+			l := links(t, n)
+			if _, ok := l["br1"]; ok {
+				t.Errorf("node %s: br1 still exists", n)
+			}
+			if m := l["eth1"].Master; m != "" {
+				t.Errorf("node %s: eth1 is still a port of %s", n, m)
+			}
+			dhcpAddress(t, n, "eth1")
+		}
+	}, cleanup: resetEth1},
+	{file: "dhcp.yaml", policy: "dhcp", nodes: allNodes, check: dhcpOnEth1(allNodes), cleanup: resetEth1},
+	{file: "ethernet.yaml", policy: "ethernet", nodes: allNodes, check: dhcpOnEth1(allNodes), cleanup: resetEth1},
+	{file: "worker-selector.yaml", policy: "worker-selector", nodes: []string{"node02", "node03"}, check: func(t *testing.T) {
+		dhcpOnEth1([]string{"node02", "node03"})(t)
+		noIPv4(t, "node01", "eth1")
+	}, cleanup: resetEth1},
+	{file: "per-interface-ipv4-forwarding.yaml", policy: "per-interface-ipv4-forwarding", nodes: allNodes, check: func(t *testing.T) {
+		dhcpOnEth1(allNodes)(t)
+		for _, n := range allNodes {
+			if got := strings.TrimSpace(nodeExec(t, n, "cat", "/proc/sys/net/ipv4/conf/eth1/forwarding")); got != "1" {
+				t.Errorf("node %s: net.ipv4.conf.eth1.forwarding = %s, want 1", n, got)
+			}
+		}
+	}, cleanup: `
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`},
+	{file: "static-ip.yaml", policy: "static-ip", nodes: []string{"node02"}, check: func(t *testing.T) {
+		ipv4Is(t, "node02", "eth2", "198.51.100.12/24")
+		noIPv4(t, "node01", "eth2")
+		noIPv4(t, "node03", "eth2")
+	}, cleanup: `
+interfaces:
+- {name: eth2, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`},
+	{file: "route.yaml", policy: "route", nodes: []string{"node02"}, check: func(t *testing.T) {
+		ipv4Is(t, "node02", "eth1", "203.0.113.12/24")
+		got := strings.TrimSpace(nodeExec(t, "node02", "ip", "-4", "route", "show", "198.51.100.0/24"))
+		if want := "198.51.100.0/24 via 203.0.113.1 dev eth1"; !strings.HasPrefix(got, want) || !strings.Contains(got, "metric 150") {
+			t.Errorf("node02: route %q, want %q ... metric 150", got, want)
+		}
+	}, cleanup: `
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-address: 203.0.113.1, next-hop-interface: eth1, state: absent}
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`},
+	{file: "dns.yaml", policy: "dns", nodes: allNodes, check: func(t *testing.T) {
+		for _, n := range allNodes {
+			conf := nodeExec(t, n, "cat", "/etc/resolv.conf")
+			for _, want := range []string{"nameserver 8.8.8.8\n", "nameserver 2001:4860:4860::8888\n", "search example.com example.org"} {
+				if !strings.Contains(conf, want) {
+					t.Errorf("node %s: /etc/resolv.conf lacks %q:\n%s", n, want, conf)
+				}
+			}
+			dhcpAddress(t, n, "eth1")
+		}
+	}},
+	{file: "dns-cleanup.yaml", policy: "dns-cleanup", nodes: allNodes, check: func(t *testing.T) {
+		for _, n := range allNodes {
+			conf := nodeExec(t, n, "cat", "/etc/resolv.conf")
+			for _, gone := range []string{"8.8.8.8", "2001:4860:4860::8888", "example.com", "example.org"} {
+				if strings.Contains(conf, gone) {
+					t.Errorf("node %s: /etc/resolv.conf still has %q:\n%s", n, gone, conf)
+				}
+			}
+		}
+	}, cleanup: resetEth1},
+
+	// Kernel features this machine's kernel lacks (the qemu lane, `make
+	// test-kernel`, covers them on Debian's full kernel).
+	{file: "bond.yaml", policy: "bond", outcome: degraded, nodes: allNodes,
+		feature: "bond0: kernel has no bonding support (module bonding)"},
+	{file: "bond-vlan.yaml", policy: "bond-vlan", outcome: degraded, nodes: allNodes,
+		feature: "bond0: kernel has no bonding support (module bonding)"},
+	{file: "vlan.yaml", policy: "vlan", outcome: degraded, nodes: allNodes,
+		feature: "eth1.102: kernel has no 802.1q vlan support (module 8021q)"},
+	{file: "vrf.yaml", policy: "vrf", outcome: degraded, nodes: []string{"node01"},
+		feature: "vrf102: kernel has no vrf support (module vrf)"},
+	{file: "linux-bridge-vlan.yaml", policy: "linux-bridge-vlan", outcome: degraded, nodes: allNodes,
+		feature: "br1: kernel has no bridge vlan filtering support (CONFIG_BRIDGE_VLAN_FILTERING)"},
+	// Its bridge ports have no vlan key, so they get upstream's default
+	// trunk (VLANs 2-4094), which needs bridge VLAN filtering.
+	{file: "nmstate.io_v1_nodenetworkconfigurationpolicy_cr.yaml", policy: "example-nodenetworkconfigurationpolicy", outcome: degraded, nodes: allNodes,
+		feature: "kernel has no bridge vlan filtering support (CONFIG_BRIDGE_VLAN_FILTERING)"},
+	// Open vSwitch needs an OVSDB client; the kernel engine has none.
+	{file: "ovs-bridge.yaml", policy: "ovs-bridge", outcome: degraded, nodes: allNodes,
+		feature: "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
+	{file: "ovs-bridge-iface.yaml", policy: "ovs-bridge-iface", outcome: degraded, nodes: allNodes,
+		feature: "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
+	// The capture selects NICs of type ethernet; the lab's NICs are veths
+	// (their peers sit on the switch), so there is nothing to enable LLDP
+	// on and the render fails naming the capture.
+	{file: "lldp.yaml", policy: "enable-lldp-ethernets-up", outcome: degraded, nodes: allNodes,
+		feature: `capture "ethernets"`},
+
+	{file: "break-gateway.yaml", policy: "break-gateway", outcome: rolledBack, nodes: []string{"node02"}},
+	// The operator's CR; the lab runs no operator, so it is only stored.
+	{file: "nmstate.io_v1_nmstate_cr.yaml", policy: "nmstate", outcome: notAPolicy},
+}
+
+// dhcpPool is the switch's dynamic DHCPv4 range (node eth0s have
+// reservations below it).
+var dhcpPool = [2]netip.Addr{netip.MustParseAddr("192.0.2.100"), netip.MustParseAddr("192.0.2.199")}
+
+// dhcpAddress waits until iface of node holds a lease of the switch's
+// dynamic pool: a policy with dhcp: true is Available once the node runtime
+// runs the client; the lease may land a moment later.
+func dhcpAddress(t *testing.T, node, iface string) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("node %s: DHCPv4 lease on %s", node, iface), func() string {
+		addrs := links(t, node)[iface].ipv4()
+		for _, a := range addrs {
+			p, err := netip.ParsePrefix(a)
+			if err == nil && p.Bits() == 24 && p.Addr().Compare(dhcpPool[0]) >= 0 && p.Addr().Compare(dhcpPool[1]) <= 0 {
+				return ""
+			}
+		}
+		return fmt.Sprintf("IPv4 %v, want one of 192.0.2.100-199/24", addrs)
+	})
+}
+
+func dhcpOnEth1(nodes []string) func(t *testing.T) {
+	return func(t *testing.T) {
+		for _, n := range nodes {
+			dhcpAddress(t, n, "eth1")
+		}
+	}
+}
+
+func ipv4Is(t *testing.T, node, iface string, want ...string) {
+	t.Helper()
+	if got := links(t, node)[iface].ipv4(); !slices.Equal(got, want) {
+		t.Errorf("node %s: %s IPv4 %v, want %v", node, iface, got, want)
+	}
+}
+
+func noIPv4(t *testing.T, node, iface string) {
+	t.Helper()
+	ipv4Is(t, node, iface)
+}
+
+// bridgeWithPorts checks that bridge is a Linux bridge with STP off (as
+// every example asks) and exactly ports.
+func bridgeWithPorts(t *testing.T, node, bridge string, ports ...string) {
+	t.Helper()
+	l := links(t, node)
+	br, ok := l[bridge]
+	if !ok {
+		t.Errorf("node %s: no %s", node, bridge)
+		return
+	}
+	if br.LinkInfo.Kind != "bridge" {
+		t.Errorf("node %s: %s is a %q, want a bridge", node, bridge, br.LinkInfo.Kind)
+	}
+	if stp, _ := br.LinkInfo.Data["stp_state"].(float64); stp != 0 {
+		t.Errorf("node %s: %s stp_state %v, want 0 (disabled)", node, bridge, stp)
+	}
+	// A kernel without bridge VLAN filtering does not report it at all.
+	if f, ok := br.LinkInfo.Data["vlan_filtering"].(float64); ok && f != 0 {
+		t.Errorf("node %s: %s vlan_filtering %v, want 0 (the port has vlan: {})", node, bridge, f)
+	}
+	var got []string
+	for name, link := range l {
+		if link.Master == bridge {
+			got = append(got, name)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, ports) {
+		t.Errorf("node %s: ports of %s %v, want %v", node, bridge, got, ports)
+	}
+}

@@ -1,0 +1,369 @@
+//go:build e2e_pending
+
+// The tests of this file need the handler's policy reconciler (enactments,
+// apply under a permit, probes and rollback). They are built with the tag
+// e2e_pending until it is part of the tree; then the tag goes.
+
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Timeouts of kubectl wait. Generous: they bound a broken run, they are
+// not measurements.
+const (
+	availableTimeout = 2 * time.Minute
+	degradedTimeout  = 2 * time.Minute
+	// rollbackTimeout covers the 10 s ping probe (handlerArgs), the
+	// rollback and the status write.
+	rollbackTimeout = 150 * time.Second
+)
+
+// waitFor waits with `kubectl wait --for condition=COND` until the policy
+// has cond (Available or Degraded), for at most timeout. It waits in
+// slices so that a policy that ends with the other outcome fails at once,
+// with the policy's and its enactments' conditions.
+func waitFor(t *testing.T, policy, cond string, timeout time.Duration) error {
+	t.Helper()
+	other := map[string]string{"Available": "Degraded", "Degraded": "Available"}[cond]
+	deadline := time.Now().Add(timeout)
+	for {
+		_, err := kubectlErr(t, "wait", "--for", "condition="+cond, "nncp/"+policy, "--timeout=5s")
+		if err == nil {
+			return nil
+		}
+		got, _ := kubectlErr(t, "get", "nncp", policy, "-o", "jsonpath={.status.conditions[?(@.type==\""+other+"\")].status}")
+		switch {
+		case got == "True":
+			return fmt.Errorf("policy %s is %s, want %s\n%s", policy, other, cond, describePolicy(t, policy))
+		case time.Now().After(deadline):
+			return fmt.Errorf("policy %s not %s after %v: %v\n%s", policy, cond, timeout, err, describePolicy(t, policy))
+		}
+	}
+}
+
+var (
+	readyOnce sync.Once
+	readyErr  error
+)
+
+// requirePolicies fails the test (it never skips) unless the lab's
+// handlers enact policies: the handler has the policy flags, and a policy
+// that puts eth1 and eth2 in the lab's initial state reaches Available.
+func requirePolicies(t *testing.T) {
+	t.Helper()
+	if !c.policyFlags {
+		t.Fatal("`knmstate handler` has no policy flags (--max-retries): the handler does not reconcile policies")
+	}
+	readyOnce.Do(func() {
+		const name = "e2e-ready"
+		// Until it has passed: a Fatal inside this function leaves it set.
+		readyErr = errors.New("the readiness policy e2e-ready failed (see the first policy test)")
+		kubectlIn(t, policyYAML(name, initialNICs), "apply", "-f", "-")
+		if err := waitFor(t, name, "Available", availableTimeout); err != nil {
+			readyErr = fmt.Errorf("the handlers do not enact policies: %w", err)
+			return
+		}
+		deletePolicy(t, name)
+		readyErr = nil
+	})
+	if readyErr != nil {
+		t.Fatal(readyErr)
+	}
+}
+
+// initialNICs is the lab's initial state of eth1 and eth2: up, no IPv4,
+// no IPv6 autoconfiguration.
+const initialNICs = `
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+- {name: eth2, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`
+
+// policyYAML is a policy for every node with desired as its desiredState.
+func policyYAML(name, desired string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: nmstate.io/v1\nkind: NodeNetworkConfigurationPolicy\nmetadata:\n  name: %s\nspec:\n  desiredState:\n", name)
+	for _, line := range strings.Split(strings.Trim(desired, "\n"), "\n") {
+		b.WriteString("    " + line + "\n")
+	}
+	return b.String()
+}
+
+// TestExamples applies every example of examples/, one after another, and
+// checks its outcome: Available with the configuration in the nodes'
+// kernels, or Degraded with the missing feature named and the nodes left
+// as they were.
+func TestExamples(t *testing.T) {
+	requirePolicies(t)
+	for _, n := range allNodes {
+		pristine(t, n)
+	}
+	for _, e := range examples {
+		if e.outcome == rolledBack {
+			continue // TestRollback
+		}
+		ok := t.Run(strings.TrimSuffix(e.file, ".yaml"), func(t *testing.T) {
+			switch e.outcome {
+			case available:
+				runAvailable(t, e)
+			case degraded:
+				runDegraded(t, e)
+			case notAPolicy:
+				runStored(t, e)
+			}
+		})
+		if !ok && e.outcome == available {
+			// The next examples expect this one's cleanup.
+			t.Fatalf("%s failed; the examples after it would start from an unknown state", e.file)
+		}
+	}
+}
+
+func runAvailable(t *testing.T, e example) {
+	begin := time.Now()
+	kubectl(t, "apply", "-f", filepath.Join(c.examples, e.file))
+	if err := waitFor(t, e.policy, "Available", availableTimeout); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s Available after %v", e.policy, time.Since(begin).Round(time.Millisecond))
+	for _, en := range enactments(t, e.policy) {
+		if !en.is("Available") {
+			t.Errorf("enactment %s is not Available: %s", en.Metadata.Name, en.conditions())
+		}
+	}
+	if diff := enactmentNodes(t, e); diff != "" {
+		t.Error(diff)
+	}
+	e.check(t)
+	deletePolicy(t, e.policy)
+	if e.cleanup == "" {
+		return
+	}
+	name := "e2e-cleanup-" + e.policy
+	kubectlIn(t, policyYAML(name, e.cleanup), "apply", "-f", "-")
+	if err := waitFor(t, name, "Available", availableTimeout); err != nil {
+		t.Fatalf("cleanup of %s: %v", e.file, err)
+	}
+	deletePolicy(t, name)
+	for _, n := range allNodes {
+		pristine(t, n)
+	}
+}
+
+func runDegraded(t *testing.T, e example) {
+	kubectl(t, "apply", "-f", filepath.Join(c.examples, e.file))
+	if err := waitFor(t, e.policy, "Degraded", degradedTimeout); err != nil {
+		t.Fatal(err)
+	}
+	var messages []string
+	found := false
+	for _, en := range enactments(t, e.policy) {
+		if !slices.Contains(e.nodes, en.node()) {
+			t.Errorf("enactment %s on a node the policy does not select", en.Metadata.Name)
+		}
+		if en.is("Failing") {
+			msg := en.message("Failing")
+			messages = append(messages, en.Metadata.Name+": "+msg)
+			found = found || strings.Contains(msg, e.feature)
+		}
+	}
+	if !found {
+		t.Errorf("no Failing enactment names %q; Failing messages:\n%s", e.feature, strings.Join(messages, "\n"))
+	} else {
+		t.Logf("Failing: %s", messages[0])
+	}
+	deletePolicy(t, e.policy)
+	// The failed apply was rolled back: every node is as before.
+	for _, n := range e.nodes {
+		pristine(t, n)
+	}
+}
+
+// runStored: the NMState CR is accepted and stored; nothing in the lab
+// acts on it (no operator).
+func runStored(t *testing.T, e example) {
+	kubectl(t, "apply", "-f", filepath.Join(c.examples, e.file))
+	if got := kubectl(t, "get", "nmstate", e.policy, "-o", "jsonpath={.metadata.name}"); got != e.policy {
+		t.Errorf("kubectl get nmstate %s: %q", e.policy, got)
+	}
+	kubectl(t, "delete", "nmstate", e.policy, "--wait")
+}
+
+// TestRollback applies a policy that moves node02's default gateway to an
+// address nobody answers: the handler's ping probe fails, the change is
+// rolled back, the policy is Degraded, and node02's routes and
+// NodeNetworkState are as before.
+func TestRollback(t *testing.T) {
+	requirePolicies(t)
+	const node, policy = "node02", "break-gateway"
+	before := nodeExec(t, node, "ip", "-4", "route", "show", "default")
+	if !strings.HasPrefix(before, "default via 192.0.2.1 dev eth0") {
+		t.Fatalf("node02's default route before the test: %q", before)
+	}
+	begin := time.Now()
+	kubectl(t, "apply", "-f", filepath.Join(c.examples, "break-gateway.yaml"))
+	if err := waitFor(t, policy, "Degraded", rollbackTimeout); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Degraded after %v", time.Since(begin).Round(time.Millisecond))
+	ens := enactments(t, policy)
+	if len(ens) != 1 || ens[0].node() != node {
+		t.Fatalf("enactments %v, want only %s's", ens, node)
+	}
+	msg := ens[0].message("Failing")
+	for _, want := range []string{"rolling back", "probe ping", "192.0.2.254"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Failing message lacks %q: %q", want, msg)
+		}
+	}
+	if after := nodeExec(t, node, "ip", "-4", "route", "show", "default"); after != before {
+		t.Errorf("default routes after the rollback:\n%s\nwant as before:\n%s", after, before)
+	}
+	// The NodeNetworkState follows the kernel: no route through .254.
+	eventually(t, 30*time.Second, "node02's NodeNetworkState after the rollback", func() string {
+		out := kubectl(t, "get", "nns", node, "-o", "jsonpath={.status.currentState.routes.running[*].next-hop-address}")
+		if strings.Contains(out, "192.0.2.254") {
+			return "still reports a route through 192.0.2.254: " + out
+		}
+		if !strings.Contains(out, "192.0.2.1") {
+			return "reports no route through 192.0.2.1: " + out
+		}
+		return ""
+	})
+	deletePolicy(t, policy)
+	pristine(t, node)
+}
+
+// enactment is what the suite reads of an NNCE.
+type enactment struct {
+	Metadata struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Status struct {
+		Conditions []struct {
+			Type, Status, Reason, Message string
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+func (e enactment) node() string { return e.Metadata.Labels["nmstate.io/node"] }
+
+func (e enactment) is(cond string) bool {
+	for _, c := range e.Status.Conditions {
+		if c.Type == cond {
+			return c.Status == "True"
+		}
+	}
+	return false
+}
+
+func (e enactment) message(cond string) string {
+	for _, c := range e.Status.Conditions {
+		if c.Type == cond {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func (e enactment) conditions() string {
+	var out []string
+	for _, c := range e.Status.Conditions {
+		out = append(out, fmt.Sprintf("%s=%s(%s) %q", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(out, "; ")
+}
+
+func enactments(t *testing.T, policy string) []enactment {
+	t.Helper()
+	var list struct {
+		Items []enactment `json:"items"`
+	}
+	out := kubectl(t, "get", "nnce", "-l", "nmstate.io/policy="+policy, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("enactments of %s: %v", policy, err)
+	}
+	return list.Items
+}
+
+// enactmentNodes compares the nodes with an enactment of e's policy with
+// the nodes it selects.
+func enactmentNodes(t *testing.T, e example) string {
+	var got []string
+	for _, en := range enactments(t, e.policy) {
+		got = append(got, en.node())
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, e.nodes) {
+		return fmt.Sprintf("enactments of %s on %v, want %v", e.policy, got, e.nodes)
+	}
+	return ""
+}
+
+// deletePolicy deletes a policy and waits until its enactments are gone:
+// by then its handlers have finished with it (a deleted policy's apply in
+// progress ends, rolled back or committed, before the enactment goes).
+func deletePolicy(t *testing.T, policy string) {
+	t.Helper()
+	kubectl(t, "delete", "nncp", policy, "--wait")
+	eventually(t, time.Minute, "enactments of deleted policy "+policy, func() string {
+		if out := kubectl(t, "get", "nnce", "-l", "nmstate.io/policy="+policy, "-o", "name"); out != "" {
+			return "left: " + strings.ReplaceAll(strings.TrimSpace(out), "\n", ", ")
+		}
+		return ""
+	})
+}
+
+// pristine checks a node's network is the lab's initial one: lo and
+// eth0..eth2 only, eth1 and eth2 without IPv4 and not ports of anything,
+// the default route through the switch.
+func pristine(t *testing.T, node string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "node "+node+" back to its initial network", func() string {
+		l := links(t, node)
+		var names []string
+		for n := range l {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		if want := []string{"eth0", "eth1", "eth2", "lo"}; !slices.Equal(names, want) {
+			return fmt.Sprintf("links %v, want %v", names, want)
+		}
+		for _, nic := range []string{"eth1", "eth2"} {
+			if a := l[nic].ipv4(); len(a) > 0 {
+				return fmt.Sprintf("%s has IPv4 %v", nic, a)
+			}
+			if m := l[nic].Master; m != "" {
+				return fmt.Sprintf("%s is a port of %s", nic, m)
+			}
+		}
+		if r := nodeExec(t, node, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev eth0") || strings.Count(r, "\n") != 1 {
+			return fmt.Sprintf("default routes %q, want only the one through 192.0.2.1", r)
+		}
+		return ""
+	})
+}
+
+// describePolicy is the policy's and its enactments' state, for failure
+// messages.
+func describePolicy(t *testing.T, policy string) string {
+	t.Helper()
+	p, _ := kubectlErr(t, "get", "nncp", policy, "-o", "jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{\"\\n\"}{end}")
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy %s:\n%s", policy, p)
+	for _, en := range enactments(t, policy) {
+		fmt.Fprintf(&b, "enactment %s: %s\n", en.Metadata.Name, en.conditions())
+	}
+	return b.String()
+}
