@@ -1,0 +1,30 @@
+package benchcmd
+
+import (
+	"time"
+
+	"github.com/knmstate/knmstate/internal/bench"
+)
+
+// Measurements lists the issue's measurements in the order `knmstate
+// bench` runs them, each with a timeout that bounds set-up, measuring and
+// clean-up.
+func Measurements() []Measurement {
+	engine := map[string]bench.Named{}
+	for _, c := range bench.Comparisons() {
+		engine[c.Name] = c
+	}
+	return []Measurement{
+		{Name: "engine.apply50", Timeout: 3 * time.Minute,
+			Run: engineMeasurement(engine["engine.apply50"], 5, "<= 1.5", "")},
+		{Name: "engine.show1000", Timeout: 3 * time.Minute,
+			Run: engineMeasurement(engine["engine.show1000"], 5, "<= 1.0", "")},
+		{Name: "engine.bridges1000", Timeout: 8 * time.Minute,
+			Run: engineMeasurement(engine["engine.bridges1000"], 3, "-", "upstream nmstate with NetworkManager: 513s for 1,000 bridges over 1,000 VLANs")},
+		{Name: "model.pipeline1000", Timeout: time.Minute, Run: modelPipeline},
+		{Name: "policy.available3", Timeout: 5 * time.Minute, Run: policyAvailable3},
+		{Name: "policy.rollout50", Timeout: 5 * time.Minute, Run: policyRollout50},
+		{Name: "nns.idle", Timeout: 4 * time.Minute, Run: nnsIdle},
+		{Name: "handler.rss", Timeout: 2 * time.Minute, Run: handlerRSS},
+	}
+}

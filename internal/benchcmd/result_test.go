@@ -1,0 +1,68 @@
+package benchcmd
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// sampleResults covers every shape of row: with and without baseline,
+// large and small numbers, a zero target, and a row without a value.
+func sampleResults() []Result {
+	return []Result{
+		Result{Name: "engine.apply50", Value: num(0.0421), Unit: "s", Target: "<= 1.5", Note: "median of 5"}.withRatio(0.0307),
+		{Name: "model.pipeline1000", Value: num(19722050.4), Unit: "ns", Target: "-"},
+		{Name: "nns.idle.writes", Value: num(0), Unit: "writes/node/min", Target: "0"},
+		Result{Name: "nns.idle.latency", Value: num(0.2314), Unit: "s", Target: "< 1", Note: "a note\nover two lines"}.withRatio(60),
+		{Name: "policy.available3", Note: "not measurable: no enactment"},
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, sampleResults()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "table.golden", b.Bytes())
+}
+
+func TestWriteJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, sampleResults()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "results.json.golden", b.Bytes())
+}
+
+func TestWriteJSONEmpty(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("[]\n", b.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
