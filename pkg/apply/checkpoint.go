@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/knmstate/knmstate/pkg/nmstate"
@@ -51,27 +52,82 @@ type checkpointWire struct {
 
 const recordVersion = 1
 
+// checkpointHead is the record without its states, which encodeRecord
+// appends after these fields (the order checkpointWire has).
+type checkpointHead struct {
+	Version    int       `json:"version"`
+	ID         string    `json:"id"`
+	Created    time.Time `json:"created"`
+	Deadline   time.Time `json:"deadline"`
+	NetNS      string    `json:"netns,omitempty"`
+	ResolvConf string    `json:"resolvConf,omitempty"`
+	UTSNS      string    `json:"utsNS,omitempty"`
+}
+
 // MarshalJSON encodes the record for the state directory.
 func (c *Checkpoint) MarshalJSON() ([]byte, error) {
-	w := checkpointWire{
+	return c.encodeRecord(false)
+}
+
+// encodeRecord builds the record's JSON. The three states are encoded
+// concurrently, in compact canonical JSON; with check, each is also
+// decoded again as ReadCheckpoint will, so a record that could not be read
+// back is refused before the apply changes anything. (The fields around
+// the states are plain values encoding/json always reads back.)
+func (c *Checkpoint) encodeRecord(check bool) ([]byte, error) {
+	head, err := json.Marshal(checkpointHead{
 		Version: recordVersion, ID: c.ID, Created: c.Created.UTC(), Deadline: c.Deadline.UTC(),
 		NetNS: c.NetNS, ResolvConf: c.ResolvConf, UTSNS: c.UTSNS,
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, s := range []struct {
-		dst *json.RawMessage
-		v   *nmstate.State
-	}{{&w.Before, c.Before}, {&w.Desired, c.Desired}, {&w.Revert, c.Revert}} {
-		v := s.v
-		if v == nil {
-			v = &nmstate.State{}
-		}
-		b, err := nmstate.EncodeJSON(v)
-		if err != nil {
-			return nil, fmt.Errorf("encoding checkpoint %s: %w", c.ID, err)
-		}
-		*s.dst = b
+	states := []struct {
+		name string
+		v    *nmstate.State
+		out  []byte
+		err  error
+	}{{name: "before", v: c.Before}, {name: "desired", v: c.Desired}, {name: "revert", v: c.Revert}}
+	var wg sync.WaitGroup
+	for i := range states {
+		s := &states[i]
+		wg.Go(func() {
+			v := s.v
+			if v == nil {
+				v = &nmstate.State{}
+			}
+			s.out, s.err = nmstate.AppendCompactJSON(nil, v)
+			if s.err != nil {
+				s.err = fmt.Errorf("encoding checkpoint %s: %w", c.ID, s.err)
+				return
+			}
+			if !check {
+				return
+			}
+			if !json.Valid(s.out) {
+				s.err = fmt.Errorf("checkpoint %s would not be readable: %s state is not valid JSON", c.ID, s.name)
+			} else if _, err := nmstate.Decode(s.out); err != nil {
+				s.err = fmt.Errorf("checkpoint %s would not be readable: %s state: %w", c.ID, s.name, err)
+			}
+		})
 	}
-	return json.Marshal(w)
+	wg.Wait()
+	size := len(head)
+	for _, s := range states {
+		if s.err != nil {
+			return nil, s.err
+		}
+		size += len(s.name) + len(s.out) + 4
+	}
+	out := make([]byte, 0, size)
+	out = append(out, head[:len(head)-1]...) // without the closing brace
+	for _, s := range states {
+		out = append(out, ',', '"')
+		out = append(out, s.name...)
+		out = append(out, '"', ':')
+		out = append(out, s.out...)
+	}
+	return append(out, '}'), nil
 }
 
 // UnmarshalJSON decodes a record written by MarshalJSON.

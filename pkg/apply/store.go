@@ -50,14 +50,12 @@ func ReadCheckpoint(stateDir string) (*Checkpoint, error) {
 // the whole record, never a torn one (temp file, fsync, rename, fsync of
 // the directory).
 func writeCheckpoint(stateDir string, rec *Checkpoint) error {
-	data, err := json.Marshal(rec)
+	// A record that cannot be read back can neither be rolled back nor
+	// committed: encodeRecord decodes its states again and refuses, so the
+	// apply does not start.
+	data, err := rec.encodeRecord(true)
 	if err != nil {
 		return err
-	}
-	// A record that cannot be read back can neither be rolled back nor
-	// committed: refuse to start the apply instead.
-	if err := json.Unmarshal(data, &Checkpoint{}); err != nil {
-		return fmt.Errorf("checkpoint %s would not be readable: %w", rec.ID, err)
 	}
 	f, err := os.CreateTemp(stateDir, recordFile+".tmp-*")
 	if err != nil {

@@ -63,12 +63,9 @@ var scenarios = []scenario{
 	{name: "vlan", steps: []string{"vlan101_eth1_up.yml", "vlan101_eth1_absent.yml"}, lane: qemuLane, needs: "8021q"},
 	{name: "vlan-down", steps: []string{"vlan101_eth1_up.yml", "vlan101_eth1_down.yml", "vlan101_eth1_absent.yml"}, lane: qemuLane, needs: "8021q"},
 	{name: "vrf", steps: []string{"vrf0_with_eth1.yml", "vrf0_absent.yml"}, lane: qemuLane, needs: "vrf"},
-	{name: "bond", steps: []string{"bond_port_up.yml", "bond_port_absent.yml"}, lane: qemuLane, needs: "bonding (per-port queue_id, prio)", known: knownBondPortsConfig},
+	{name: "bond", steps: []string{"bond_port_up.yml", "bond_port_absent.yml"}, lane: qemuLane, needs: "bonding (per-port queue_id, prio)"},
 	{name: "bond-bridge-vlan", steps: []string{"bond_linuxbridge_vlan_up.yml", "bond_linuxbridge_vlan_absent.yml"}, lane: qemuLane, needs: "bonding, bridge, 8021q"},
 }
-
-// knownBondPortsConfig keeps bond_port_up.yml out of the supported list.
-const knownBondPortsConfig = "engine issue: the bond's per-port ports-config (queue-id, priority) does not verify: the re-read state has no ports-config"
 
 // Reasons an example is not supported yet, shared by several files.
 const (

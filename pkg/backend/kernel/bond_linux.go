@@ -103,12 +103,110 @@ func bondSection(kl *kernelLink, v *linkView) *nmstate.Bond {
 			}
 		}
 	}
-	return &nmstate.Bond{Mode: mode, Options: o, Port: v.portNames(kl.attrs().Index)}
+	return &nmstate.Bond{Mode: mode, Options: o, Port: v.portNames(kl.attrs().Index), PortsConfig: bondPortsConfig(kl, v)}
+}
+
+// Per-port bonding attributes (IFLA_BOND_SLAVE_*): queue_id exists since
+// Linux 3.x, prio since 6.0 (Debian 12 has 6.1); a kernel without prio
+// reports no priority.
+const (
+	bondSlaveQueueID = unix.IFLA_BOND_SLAVE_QUEUE_ID
+	bondSlavePrio    = unix.IFLA_BOND_SLAVE_PRIO
+)
+
+// bondPortsConfig reports every port's queue-id and priority from its
+// IFLA_INFO_SLAVE_DATA, in the order of the port list (by name); nil for
+// a bond without ports.
+func bondPortsConfig(kl *kernelLink, v *linkView) []nmstate.BondPortConfig {
+	var out []nmstate.BondPortConfig
+	for _, p := range v.ports[kl.attrs().Index] {
+		pc := nmstate.BondPortConfig{Name: p.attrs().Name}
+		if p.slaveKind == "bond" {
+			pc.QueueID = attrU16(p.slaveData, bondSlaveQueueID)
+			if prio := attrU32(p.slaveData, bondSlavePrio); prio != nil {
+				pc.Priority = ptr(int32(*prio))
+			}
+		}
+		out = append(out, pc)
+	}
+	return out
+}
+
+// pendingPortConfig is a bond port's ports-config entry waiting for the
+// port to be attached to the bond (the kernel keeps it per port only while
+// the port is enslaved).
+type pendingPortConfig struct {
+	bond string
+	pc   nmstate.BondPortConfig
+}
+
+// setBondPortsConfig sets the queue-id and priority of the bond's ports
+// that are attached now and keeps the others' for linkSetController.
+func (ex *executor) setBondPortsConfig(bond netlink.Link, pcs []nmstate.BondPortConfig) error {
+	for _, pc := range pcs {
+		if pc.QueueID == nil && pc.Priority == nil {
+			continue
+		}
+		port, ok, err := ex.links.lookup(pc.Name)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if port, err = ex.links.freshLink(pc.Name); err != nil {
+				return err
+			}
+		}
+		if !ok || port.Attrs().MasterIndex != bond.Attrs().Index {
+			if ex.bondPorts == nil {
+				ex.bondPorts = map[string]pendingPortConfig{}
+			}
+			ex.bondPorts[pc.Name] = pendingPortConfig{bond: bond.Attrs().Name, pc: pc}
+			continue
+		}
+		if err := ex.b.setBondPortConfig(port, pc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attachedToBond applies the ports-config entry kept for name, if it was
+// kept for this controller.
+func (ex *executor) attachedToBond(name, controller string, port netlink.Link) error {
+	p, ok := ex.bondPorts[name]
+	if !ok || p.bond != controller {
+		return nil
+	}
+	delete(ex.bondPorts, name)
+	return ex.b.setBondPortConfig(port, p.pc)
+}
+
+// setBondPortConfig sends IFLA_INFO_SLAVE_DATA to a port (`ip link set
+// PORT type bond_slave queue_id N prio P`).
+func (b *Backend) setBondPortConfig(port netlink.Link, pc nmstate.BondPortConfig) error {
+	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(port.Attrs().Index)
+	req.AddData(msg)
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	info.AddRtAttr(nl.IFLA_INFO_SLAVE_KIND, nl.NonZeroTerminated("bond"))
+	d := info.AddRtAttr(nl.IFLA_INFO_SLAVE_DATA, nil)
+	if pc.QueueID != nil {
+		d.AddRtAttr(bondSlaveQueueID, nl.Uint16Attr(*pc.QueueID))
+	}
+	if pc.Priority != nil {
+		d.AddRtAttr(bondSlavePrio, nl.Uint32Attr(uint32(*pc.Priority)))
+	}
+	req.AddData(info)
+	if _, err := b.rawRequest(req, 0); err != nil {
+		return fmt.Errorf("%s: setting bond port queue-id/priority: %w", pc.Name, classify(err))
+	}
+	return nil
 }
 
 // setBondOptions applies mode and options through IFLA_BOND_* attributes
 // (the kernel's own numbering, the reverse of bondSection).
-func (b *Backend) setBondOptions(l netlink.Link, bond *nmstate.Bond) error {
+func (ex *executor) setBondOptions(l netlink.Link, bond *nmstate.Bond) error {
 	var attrs []*nl.RtAttr
 	// The kernel refuses a mode write (even of the same mode) while the
 	// bond has ports, so only a change is sent.
@@ -119,16 +217,19 @@ func (b *Backend) setBondOptions(l netlink.Link, bond *nmstate.Bond) error {
 		}
 	}
 	if o := bond.Options; o != nil {
-		more, err := b.bondOptionAttrs(o)
+		more, err := ex.bondOptionAttrs(o)
 		if err != nil {
 			return err
 		}
 		attrs = append(attrs, more...)
 	}
-	return b.changeLink(l, "bond", attrs)
+	if err := ex.b.changeLink(l, "bond", attrs); err != nil {
+		return err
+	}
+	return ex.setBondPortsConfig(l, bond.PortsConfig)
 }
 
-func (b *Backend) bondOptionAttrs(o *nmstate.BondOptions) ([]*nl.RtAttr, error) {
+func (ex *executor) bondOptionAttrs(o *nmstate.BondOptions) ([]*nl.RtAttr, error) {
 	var out []*nl.RtAttr
 	u8 := func(t int, v *uint8) {
 		if v != nil {
@@ -191,7 +292,7 @@ func (b *Backend) bondOptionAttrs(o *nmstate.BondOptions) ([]*nl.RtAttr, error) 
 		idx := 0
 		if *o.Primary != "" {
 			var err error
-			if idx, err = b.ifindex(*o.Primary); err != nil {
+			if idx, err = ex.links.ifindex(*o.Primary); err != nil {
 				return nil, err
 			}
 		}

@@ -299,8 +299,9 @@ func (b *Backend) setBridgeOptions(l netlink.Link, br *nmstate.LinuxBridge) erro
 
 // bridgePortSet sets a port's STP cost, priority and hairpin mode through
 // its bridge protinfo (RTM_SETLINK, AF_BRIDGE), as `bridge link set` does.
-func (b *Backend) bridgePortSet(bridge string, port nmstate.LinuxBridgePort) error {
-	l, err := b.mustLink(port.Name)
+func (ex *executor) bridgePortSet(bridge string, port nmstate.LinuxBridgePort) error {
+	b := ex.b
+	l, err := ex.links.mustLink(port.Name)
 	if err != nil {
 		return err
 	}
@@ -333,15 +334,17 @@ func (b *Backend) bridgePortSet(bridge string, port nmstate.LinuxBridgePort) err
 // bridgeVLANSet replaces a port's VLAN membership: VLANs not wanted are
 // removed, wanted ones added (adding an existing VLAN updates its flags).
 // nil restores the bridge's default PVID, untagged.
-func (b *Backend) bridgeVLANSet(bridge, name string, vlan *nmstate.BridgeVLAN) error {
-	br, err := b.mustLink(bridge)
+// The bridge is read fresh: its default PVID may have changed.
+func (ex *executor) bridgeVLANSet(bridge, name string, vlan *nmstate.BridgeVLAN) error {
+	b := ex.b
+	br, err := ex.links.freshLink(bridge)
 	if err != nil {
 		return err
 	}
 	if err := b.changeLink(br, "bridge", bridgeVLANOptionAttrs(nil, true)); err != nil {
 		return vlanFilteringError(bridge, err)
 	}
-	port, err := b.mustLink(name)
+	port, err := ex.links.mustLink(name)
 	if err != nil {
 		return err
 	}

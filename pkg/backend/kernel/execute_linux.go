@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,14 +23,24 @@ func (b *Backend) Execute(ctx context.Context, p *nmstate.Plan) error {
 	if p == nil {
 		return nil
 	}
-	ex := &executor{b: b}
-	for _, op := range p.Ops {
+	ex := &executor{b: b, links: linkCache{b: b}}
+	for i := 0; i < len(p.Ops); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// A run of sysctl writes shares one namespace switch.
+		if n := sysctlRun(p.Ops[i:]); n > 0 {
+			if err := b.sysctlSetAll(p.Ops[i : i+n]); err != nil {
+				return err
+			}
+			i += n
+			continue
+		}
+		op := p.Ops[i]
 		if err := ex.run(op); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
+		i++
 	}
 	return nil
 }
@@ -37,38 +48,43 @@ func (b *Backend) Execute(ctx context.Context, p *nmstate.Plan) error {
 // executor holds what one Execute call caches between operations.
 type executor struct {
 	b *Backend
+	// links resolves interface names (see linkCache).
+	links linkCache
 	// routes is the static route table read on the first route operation
-	// and kept up to date by this executor's own changes.
+	// that needs it, and kept up to date by this executor's own changes.
 	routes []kernelRoute
 	// weights remembers the weight of next hops this executor installed:
 	// a multipath route with one next hop is stored as a plain route,
 	// which forgets it before the second next hop arrives.
 	weights map[routeIdentity]uint16
+	// bondPorts holds ports-config entries for ports not yet attached to
+	// their bond.
+	bondPorts map[string]pendingPortConfig
 }
 
 func (ex *executor) run(op nmstate.Op) error {
 	b := ex.b
 	switch o := op.(type) {
 	case nmstate.LinkDelete:
-		return b.linkDelete(o.Name)
+		return ex.linkDelete(o.Name)
 	case nmstate.LinkCreate:
-		return b.linkCreate(o.Iface)
+		return ex.linkCreate(o.Iface)
 	case nmstate.LinkModify:
-		return b.linkModify(o.Iface, o.Current)
+		return ex.linkModify(o.Iface)
 	case nmstate.LinkSetController:
-		return b.linkSetController(o.Name, o.Controller)
+		return ex.linkSetController(o.Name, o.Controller)
 	case nmstate.BridgePortSet:
-		return b.bridgePortSet(o.Bridge, o.Port)
+		return ex.bridgePortSet(o.Bridge, o.Port)
 	case nmstate.BridgeVLANSet:
-		return b.bridgeVLANSet(o.Bridge, o.Name, o.VLAN)
+		return ex.bridgeVLANSet(o.Bridge, o.Name, o.VLAN)
 	case nmstate.LinkSetState:
-		return b.linkSetState(o.Name, o.Up)
+		return ex.linkSetState(o.Name, o.Up)
 	case nmstate.SysctlSet:
 		return b.sysctlSet(o.Iface, o.Key, o.Value)
 	case nmstate.AddrAdd:
-		return b.addrAdd(o.Iface, o.Address)
+		return ex.addrAdd(o.Iface, o.Address)
 	case nmstate.AddrDelete:
-		return b.addrDelete(o.Iface, o.Address)
+		return ex.addrDelete(o.Iface, o.Address)
 	case nmstate.RouteReplace:
 		return ex.routeReplace(o.Route)
 	case nmstate.RouteDelete:
@@ -116,23 +132,15 @@ func (b *Backend) mustLink(name string) (netlink.Link, error) {
 	return l, nil
 }
 
-func (b *Backend) ifindex(name string) (int, error) {
-	l, err := b.mustLink(name)
-	if err != nil {
-		return 0, err
-	}
-	return l.Attrs().Index, nil
-}
-
-func (b *Backend) linkSetState(name string, up bool) error {
-	l, err := b.mustLink(name)
+func (ex *executor) linkSetState(name string, up bool) error {
+	l, err := ex.links.mustLink(name)
 	if err != nil {
 		return err
 	}
 	if up {
-		return classify(b.h.LinkSetUp(l))
+		return classify(ex.b.h.LinkSetUp(l))
 	}
-	return classify(b.h.LinkSetDown(l))
+	return classify(ex.b.h.LinkSetDown(l))
 }
 
 // sysctlSet writes a per-namespace sysctl under /proc/sys/net from a thread
@@ -145,18 +153,65 @@ func (b *Backend) sysctlSet(iface, key, value string) error {
 	if err != nil {
 		return err
 	}
-	return classify(b.inNetNS(func() error {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	return classify(b.inNetNS(func() error { return writeSysctl(path, value) }))
+}
+
+func writeSysctl(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString(value)
+	cerr := f.Close()
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+// sysctlRun is the number of SysctlSet operations at the start of ops.
+func sysctlRun(ops []nmstate.Op) int {
+	n := 0
+	for _, op := range ops {
+		if _, ok := op.(nmstate.SysctlSet); !ok {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// sysctlSetAll writes a run of SysctlSet operations in order from one
+// thread switched into the namespace once (a switch per write costs more
+// than the write). It stops at the first failure, wrapped with that
+// operation's text as Execute does.
+func (b *Backend) sysctlSetAll(ops []nmstate.Op) error {
+	paths := make([]string, len(ops))
+	for i, op := range ops {
+		o := op.(nmstate.SysctlSet)
+		path, err := sysctlPath(o.Iface, o.Key)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", op, err)
 		}
-		_, werr := f.WriteString(value)
-		cerr := f.Close()
-		if werr != nil {
-			return werr
+		paths[i] = path
+	}
+	failed := -1
+	err := b.inNetNS(func() error {
+		for i, op := range ops {
+			if err := writeSysctl(paths[i], op.(nmstate.SysctlSet).Value); err != nil {
+				failed = i
+				return err
+			}
 		}
-		return cerr
-	}))
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	if failed < 0 {
+		return fmt.Errorf("%s: %w", ops[0], classify(err))
+	}
+	return fmt.Errorf("%s: %w", ops[failed], classify(err))
 }
 
 func sysctlPath(iface, key string) (string, error) {
@@ -172,8 +227,8 @@ func sysctlPath(iface, key string) (string, error) {
 	return filepath.Join("/proc/sys", rel), nil
 }
 
-func (b *Backend) addrAdd(iface string, a nmstate.Address) error {
-	l, err := b.mustLink(iface)
+func (ex *executor) addrAdd(iface string, a nmstate.Address) error {
+	l, err := ex.links.mustLink(iface)
 	if err != nil {
 		return err
 	}
@@ -181,16 +236,16 @@ func (b *Backend) addrAdd(iface string, a nmstate.Address) error {
 	// Explicit infinite lifetimes: replacing a leased address makes it
 	// static.
 	na.ValidLft, na.PreferedLft = lifetimeForever, lifetimeForever
-	return classify(b.h.AddrReplace(l, na))
+	return classify(ex.b.h.AddrReplace(l, na))
 }
 
-func (b *Backend) addrDelete(iface string, a nmstate.Address) error {
-	l, ok, err := b.linkByName(iface)
+func (ex *executor) addrDelete(iface string, a nmstate.Address) error {
+	l, ok, err := ex.links.lookup(iface)
 	if err != nil || !ok {
 		return err // a missing link has no addresses left
 	}
-	err = b.h.AddrDel(l, addressToAddr(a))
-	if errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENOENT) {
+	err = ex.b.h.AddrDel(l, addressToAddr(a))
+	if errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
 		return nil
 	}
 	return classify(err)
@@ -199,13 +254,14 @@ func (b *Backend) addrDelete(iface string, a nmstate.Address) error {
 // routeReplace installs the route with protocol static, then removes
 // static routes of the same nmstate identity (which ignores the metric)
 // left with another metric, so a metric change does not leave the old
-// route behind.
+// route behind. The static routes are read once per Execute, on the
+// first replace, and then follow this executor's changes.
 func (ex *executor) routeReplace(r nmstate.Route) error {
 	if r.Weight != nil {
 		return ex.multipathSet(r, false)
 	}
 	b := ex.b
-	req, err := b.routeRequest(r, false, b.ifindex)
+	req, err := b.routeRequest(r, false, ex.links.ifindex)
 	if err != nil {
 		return classify(err)
 	}
@@ -219,6 +275,7 @@ func (ex *executor) routeReplace(r nmstate.Route) error {
 	if err != nil {
 		return err
 	}
+	installed := installedRoute(r, want)
 	keep := ex.routes[:0]
 	var stale []kernelRoute
 	for _, kr := range ex.routes {
@@ -228,25 +285,34 @@ func (ex *executor) routeReplace(r nmstate.Route) error {
 		}
 		keep = append(keep, kr)
 	}
-	ex.routes = keep
-	newMetric, hasMetric := uint32(0), r.Metric != nil && *r.Metric >= 0
-	if hasMetric {
-		newMetric = uint32(*r.Metric)
-	}
+	ex.routes = append(keep, installed)
 	for _, kr := range stale {
-		if hasMetric && kr.metric == newMetric {
-			continue
-		}
-		if !hasMetric && kr.metric == defaultMetric(kr.family) {
+		if kr.metric == installed.metric {
 			continue
 		}
 		if err := b.deleteKernelRoute(kr); err != nil {
 			return err
 		}
 	}
-	// Re-read rather than guess the installed metric (default per family).
-	ex.routes = nil
 	return nil
+}
+
+// installedRoute is the route the kernel holds after a replace of r, as
+// far as its identity and metric go: an unset metric is the family's
+// default.
+func installedRoute(r nmstate.Route, id routeIdentity) kernelRoute {
+	kr := kernelRoute{family: unix.AF_INET, dst: r.Destination.Masked(), table: id.table, typ: id.typ, oif: id.oif, protocol: unix.RTPROT_STATIC}
+	if kr.dst.Addr().Is6() {
+		kr.family = unix.AF_INET6
+	}
+	if id.gw != "" {
+		kr.gw, _ = netip.ParseAddr(id.gw)
+	}
+	kr.metric = defaultMetric(kr.family)
+	if r.Metric != nil && *r.Metric >= 0 {
+		kr.metric = uint32(*r.Metric)
+	}
+	return kr
 }
 
 func defaultMetric(family uint8) uint32 {
@@ -262,7 +328,7 @@ func (ex *executor) routeDelete(r nmstate.Route) error {
 	}
 	b := ex.b
 	req, err := b.routeRequest(r, true, func(name string) (int, error) {
-		l, ok, err := b.linkByName(name)
+		l, ok, err := ex.links.lookup(name)
 		if err != nil || !ok {
 			return 0, errLinkGone
 		}
@@ -276,7 +342,7 @@ func (ex *executor) routeDelete(r nmstate.Route) error {
 	}
 	_, err = b.rawRequest(req, 0)
 	ex.routes = nil
-	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
 		return nil
 	}
 	return classify(err)
@@ -333,7 +399,7 @@ func (ex *executor) identity(r nmstate.Route) (routeIdentity, error) {
 		return id, nil
 	}
 	if r.NextHopInterface != nil && *r.NextHopInterface != "" {
-		idx, err := ex.b.ifindex(*r.NextHopInterface)
+		idx, err := ex.links.ifindex(*r.NextHopInterface)
 		if err != nil {
 			return id, err
 		}

@@ -191,3 +191,44 @@ func TestQemuTeamDevice(t *testing.T) {
 		t.Errorf("dummy1 controller = %v, want team0", c)
 	}
 }
+
+// The bond's ports-config is set as the plan orders it: on the bond's
+// create, before its ports are attached (kept until each port joins), and
+// by a later modify of ports already attached; Show reads it back from the
+// ports' IFLA_BOND_SLAVE_QUEUE_ID and IFLA_BOND_SLAVE_PRIO.
+func TestQemuBondPortsConfig(t *testing.T) {
+	_, b := openNS(t, Options{})
+	i32 := func(v int32) *int32 { return &v }
+	execute(t, b,
+		nmstate.LinkCreate{Iface: nmstate.Interface{Name: "dummy1", Type: nmstate.TypeDummy}},
+		nmstate.LinkCreate{Iface: nmstate.Interface{Name: "dummy2", Type: nmstate.TypeDummy}},
+		nmstate.LinkCreate{Iface: nmstate.Interface{Name: "bond0", Type: nmstate.TypeBond, LinkAggregation: &nmstate.Bond{
+			Mode:    statetest.Ptr(nmstate.BondModeActiveBackup),
+			Options: &nmstate.BondOptions{MIIMon: u32(140)},
+			PortsConfig: []nmstate.BondPortConfig{
+				{Name: "dummy1", QueueID: u16(0), Priority: i32(-1)},
+				{Name: "dummy2", QueueID: u16(1), Priority: i32(2)},
+			},
+		}}},
+		nmstate.LinkSetController{Name: "dummy1", Controller: "bond0"},
+		nmstate.LinkSetController{Name: "dummy2", Controller: "bond0"},
+		nmstate.LinkSetState{Name: "bond0", Up: true},
+	)
+	want := []nmstate.BondPortConfig{
+		{Name: "dummy1", QueueID: u16(0), Priority: i32(-1)},
+		{Name: "dummy2", QueueID: u16(1), Priority: i32(2)},
+	}
+	if diff := cmp.Diff(want, findIface(t, show(t, b), "bond0").LinkAggregation.PortsConfig); diff != "" {
+		t.Errorf("ports-config after create (-want +got):\n%s", diff)
+	}
+
+	modify := nmstate.LinkModify{Iface: nmstate.Interface{Name: "bond0", Type: nmstate.TypeBond, LinkAggregation: &nmstate.Bond{
+		PortsConfig: []nmstate.BondPortConfig{{Name: "dummy2", QueueID: u16(3), Priority: i32(5)}},
+	}}}
+	execute(t, b, modify)
+	execute(t, b, modify) // again: converges
+	want[1] = nmstate.BondPortConfig{Name: "dummy2", QueueID: u16(3), Priority: i32(5)}
+	if diff := cmp.Diff(want, findIface(t, show(t, b), "bond0").LinkAggregation.PortsConfig); diff != "" {
+		t.Errorf("ports-config after modify (-want +got):\n%s", diff)
+	}
+}

@@ -29,16 +29,17 @@ var typeKinds = map[nmstate.InterfaceType]string{
 
 // linkDelete deletes a virtual link; a link already gone is success.
 // Links without a kind (NICs, loopback) are never deleted.
-func (b *Backend) linkDelete(name string) error {
-	l, ok, err := b.linkByName(name)
+func (ex *executor) linkDelete(name string) error {
+	l, ok, err := ex.links.lookup(name)
 	if err != nil || !ok {
 		return err
 	}
 	if l.Type() == "device" {
 		return &kernelError{kind: nmstate.InvalidArgument, msg: name + " is not a virtual interface and cannot be deleted"}
 	}
-	err = b.h.LinkDel(l)
-	if errors.Is(err, unix.ENODEV) {
+	err = ex.b.h.LinkDel(l)
+	if err == nil || errors.Is(err, unix.ENODEV) {
+		ex.links.deleted(l)
 		return nil
 	}
 	return classify(err)
@@ -47,34 +48,65 @@ func (b *Backend) linkDelete(name string) error {
 // linkCreate creates a virtual link, down, with its link-level settings
 // and type options. A link of that name and kind that already exists is
 // converged instead (settings applied), so a re-run plan succeeds.
-func (b *Backend) linkCreate(ifc nmstate.Interface) error {
+func (ex *executor) linkCreate(ifc nmstate.Interface) error {
 	// nmstate treats a veth as an ethernet: an ethernet with a peer is a
 	// veth pair to create.
 	if ifc.Type == nmstate.TypeEthernet && ifc.Veth != nil {
 		ifc.Type = nmstate.TypeVeth
 	}
-	if existing, ok, err := b.linkByName(ifc.Name); err != nil {
+	if existing, ok, err := ex.links.lookup(ifc.Name); err != nil {
 		return err
 	} else if ok {
-		if !kindMatches(ifc.Type, existing.Type()) {
-			return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("%s already exists with kind %s", ifc.Name, existing.Type())}
-		}
-		return b.linkModify(ifc, nmstate.Interface{})
+		return ex.converge(ifc, existing)
 	}
 	if _, ok := typeKinds[ifc.Type]; !ok {
 		return notSupported("creating interfaces of type %s is not supported by the kernel backend", ifc.Type)
 	}
-	l, err := b.newLink(ifc)
+	l, err := ex.newLink(ifc)
 	if err != nil {
 		return err
 	}
-	if err := b.h.LinkAdd(l); err != nil {
+	if err := ex.b.h.LinkAdd(l); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			// Made by someone else since the cache was read.
+			if existing, ok, ferr := ex.links.fresh(ifc.Name); ferr == nil && ok {
+				return ex.converge(ifc, existing)
+			}
+		}
 		return linkCreateError(ifc.Name, ifc.Type, err)
 	}
+	if v, ok := l.(*netlink.Veth); ok {
+		ex.links.created(v.PeerName)
+	}
+	// The library looked the new link's index up after creating it.
+	ex.links.added(l)
 	// MTU and MAC went with the create; the rest is set like a modify.
+	// A link with nothing more to set is not looked up at all, so a plan
+	// that creates many links resolves them later in one dump.
 	rest := ifc
 	rest.MTU, rest.MACAddress = nil, nil
-	return b.linkModify(rest, nmstate.Interface{})
+	if !hasLinkSettings(rest) {
+		return nil
+	}
+	return ex.linkModify(rest)
+}
+
+// hasLinkSettings reports whether linkModify has anything to set (or
+// refuse) for ifc.
+func hasLinkSettings(ifc nmstate.Interface) bool {
+	return ifc.MTU != nil || ifc.MACAddress != nil || ifc.AcceptAllMAC != nil || ifc.Description != nil ||
+		ifc.Ethernet != nil || ifc.Ethtool != nil || ifc.LinuxBridge != nil || ifc.LinkAggregation != nil ||
+		ifc.VLAN != nil || ifc.MacVlan != nil || ifc.MacVtap != nil ||
+		(ifc.VXLAN != nil && ifc.VXLAN.Learning != nil) || (ifc.IPVlan != nil && ifc.IPVlan.Mode != nil)
+}
+
+// converge applies ifc's settings to an existing link of the same name,
+// which must be of ifc's kind.
+func (ex *executor) converge(ifc nmstate.Interface, existing netlink.Link) error {
+	if !kindMatches(ifc.Type, existing.Type()) {
+		return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("%s already exists with kind %s", ifc.Name, existing.Type())}
+	}
+	return ex.linkModify(ifc)
 }
 
 // kindMatches reports whether an existing link of kernel kind kind is an
@@ -89,7 +121,7 @@ func kindMatches(typ nmstate.InterfaceType, kind string) bool {
 // newLink converts an interface to the library's typed link for LinkAdd.
 // Options the library cannot encode (bridge and bond options, macvlan
 // flags) are set after creation by linkModify.
-func (b *Backend) newLink(ifc nmstate.Interface) (netlink.Link, error) {
+func (ex *executor) newLink(ifc nmstate.Interface) (netlink.Link, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = ifc.Name
 	if ifc.MTU != nil {
@@ -99,7 +131,7 @@ func (b *Backend) newLink(ifc nmstate.Interface) (netlink.Link, error) {
 		attrs.HardwareAddr = net.HardwareAddr(ifc.MACAddress.Bytes())
 	}
 	if parent := ifc.Parent(); parent != "" {
-		idx, err := b.ifindex(parent)
+		idx, err := ex.links.ifindex(parent)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +154,7 @@ func (b *Backend) newLink(ifc nmstate.Interface) (netlink.Link, error) {
 	case nmstate.TypeVLAN:
 		return newVLAN(attrs, ifc.VLAN)
 	case nmstate.TypeVXLAN:
-		return b.newVXLAN(attrs, ifc.VXLAN)
+		return newVXLAN(attrs, ifc.VXLAN)
 	case nmstate.TypeMacVlan:
 		return &netlink.Macvlan{LinkAttrs: attrs, Mode: macvlanMode(ifc.MacVlan)}, nil
 	case nmstate.TypeMacVtap:
@@ -163,7 +195,7 @@ func newVLAN(attrs netlink.LinkAttrs, v *nmstate.VLAN) (netlink.Link, error) {
 
 // newVXLAN fills nmstate's defaults the kernel does not share: port 4789
 // (the kernel's is 8472) and learning on.
-func (b *Backend) newVXLAN(attrs netlink.LinkAttrs, v *nmstate.VXLAN) (netlink.Link, error) {
+func newVXLAN(attrs netlink.LinkAttrs, v *nmstate.VXLAN) (netlink.Link, error) {
 	if v == nil || v.ID == nil {
 		return nil, &kernelError{kind: nmstate.InvalidArgument, msg: "vxlan " + attrs.Name + " needs an id"}
 	}
@@ -228,9 +260,32 @@ func newIPVlan(attrs netlink.LinkAttrs, v *nmstate.IPVlan) netlink.Link {
 }
 
 // linkModify sets the given (non-nil) settable attributes of an existing
-// link: MTU, MAC, promiscuous mode, alias, and the type options.
-func (b *Backend) linkModify(ifc, _ nmstate.Interface) error {
-	l, err := b.mustLink(ifc.Name)
+// link: MTU, MAC, promiscuous mode, alias, and the type options. Values
+// compared with the current ones (MTU, MAC, alias, bond mode) are read
+// fresh from the kernel; a link with nothing to set is only looked up.
+func (ex *executor) linkModify(ifc nmstate.Interface) error {
+	b := ex.b
+	if e := ifc.Ethernet; e != nil && (e.AutoNegotiation != nil || e.Speed != nil || e.Duplex != nil || e.SRIOV != nil) {
+		if _, err := ex.links.mustLink(ifc.Name); err != nil {
+			return err
+		}
+		return notSupported("%s: ethernet link settings and sr-iov are not supported by the kernel backend", ifc.Name)
+	}
+	if e := ifc.Ethtool; e != nil && (e.Pause != nil || len(e.Feature) > 0 || e.Coalesce != nil || e.Ring != nil) {
+		if _, err := ex.links.mustLink(ifc.Name); err != nil {
+			return err
+		}
+		return notSupported("%s: ethtool settings are not supported by the kernel backend", ifc.Name)
+	}
+	var (
+		l   netlink.Link
+		err error
+	)
+	if ifc.MTU != nil || ifc.MACAddress != nil || ifc.Description != nil || ifc.LinkAggregation != nil {
+		l, err = ex.links.freshLink(ifc.Name)
+	} else {
+		l, err = ex.links.mustLink(ifc.Name)
+	}
 	if err != nil {
 		return err
 	}
@@ -259,17 +314,11 @@ func (b *Backend) linkModify(ifc, _ nmstate.Interface) error {
 			return classify(err)
 		}
 	}
-	if e := ifc.Ethernet; e != nil && (e.AutoNegotiation != nil || e.Speed != nil || e.Duplex != nil || e.SRIOV != nil) {
-		return notSupported("%s: ethernet link settings and sr-iov are not supported by the kernel backend", ifc.Name)
-	}
-	if e := ifc.Ethtool; e != nil && (e.Pause != nil || len(e.Feature) > 0 || e.Coalesce != nil || e.Ring != nil) {
-		return notSupported("%s: ethtool settings are not supported by the kernel backend", ifc.Name)
-	}
 	switch {
 	case ifc.LinuxBridge != nil:
 		return b.setBridgeOptions(l, ifc.LinuxBridge)
 	case ifc.LinkAggregation != nil:
-		return b.setBondOptions(l, ifc.LinkAggregation)
+		return ex.setBondOptions(l, ifc.LinkAggregation)
 	case ifc.VLAN != nil:
 		return b.changeLink(l, "vlan", vlanFlagAttrs(ifc.VLAN))
 	case ifc.MacVlan != nil:
@@ -359,32 +408,48 @@ func macvlanAttrs(m *nmstate.MacVlan) []*nl.RtAttr {
 
 // linkSetController attaches a link to a controller or releases it.
 // Bonding and team refuse ports that are up, so a port is taken down
-// first.
-func (b *Backend) linkSetController(name, controller string) error {
-	l, ok, err := b.linkByName(name)
-	if err != nil {
-		return err
-	}
+// first. The controller and up state are read fresh where they decide
+// anything; attaching to a bridge or vrf needs no read, since the kernel
+// accepts setting the controller a link already has.
+func (ex *executor) linkSetController(name, controller string) error {
+	b := ex.b
 	if controller == "" {
-		if !ok || l.Attrs().MasterIndex == 0 {
+		if _, ok, err := ex.links.lookup(name); err != nil || !ok {
+			return err
+		}
+		l, ok, err := ex.links.fresh(name)
+		if err != nil || !ok || l.Attrs().MasterIndex == 0 {
+			return err
+		}
+		err = b.h.LinkSetNoMaster(l)
+		if errors.Is(err, unix.ENODEV) {
 			return nil
 		}
-		return classify(b.h.LinkSetNoMaster(l))
+		return classify(err)
 	}
-	if !ok {
-		return &kernelError{kind: nmstate.Dependency, msg: "interface " + name + " does not exist"}
-	}
-	m, err := b.mustLink(controller)
+	l, err := ex.links.mustLink(name)
 	if err != nil {
 		return err
 	}
-	if l.Attrs().MasterIndex == m.Attrs().Index {
-		return nil
+	m, err := ex.links.mustLink(controller)
+	if err != nil {
+		return err
 	}
-	if (m.Type() == "bond" || m.Type() == "team") && l.Attrs().RawFlags&unix.IFF_UP != 0 {
-		if err := b.h.LinkSetDown(l); err != nil {
-			return classify(err)
+	if m.Type() == "bond" || m.Type() == "team" {
+		if l, err = ex.links.freshLink(name); err != nil {
+			return err
+		}
+		if l.Attrs().MasterIndex == m.Attrs().Index {
+			return ex.attachedToBond(name, controller, l)
+		}
+		if l.Attrs().RawFlags&unix.IFF_UP != 0 {
+			if err := b.h.LinkSetDown(l); err != nil {
+				return classify(err)
+			}
 		}
 	}
-	return classify(b.h.LinkSetMaster(l, m))
+	if err := b.h.LinkSetMaster(l, m); err != nil {
+		return classify(err)
+	}
+	return ex.attachedToBond(name, controller, l)
 }
