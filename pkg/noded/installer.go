@@ -16,8 +16,14 @@ type Installer interface {
 	// remaining lifetimes.
 	ReplaceAddress(ctx context.Context, iface string, p netip.Prefix, valid, preferred time.Duration) error
 	DeleteAddress(ctx context.Context, iface string, p netip.Prefix) error
-	// ReplaceRoute and DeleteRoute handle routes with protocol dhcp.
-	ReplaceRoute(ctx context.Context, r Route) error
+	// AddRoute and DeleteRoute handle routes with protocol dhcp of one
+	// interface. AddRoute adds next to routes to the same destination and
+	// metric (another interface's lease in the same subnet keeps its
+	// default route; both use the same metric, as NetworkManager's
+	// per-device default of 100 for ethernet does) and succeeds when the
+	// route is already there. DeleteRoute removes only the route of that
+	// interface and protocol.
+	AddRoute(ctx context.Context, r Route) error
 	DeleteRoute(ctx context.Context, r Route) error
 	// ManagesDNS reports whether there is a resolv.conf to maintain.
 	ManagesDNS() bool

@@ -32,8 +32,8 @@ func kernelRoute(r Route) kernel.DynamicRoute {
 	}
 }
 
-func (k KernelInstaller) ReplaceRoute(_ context.Context, r Route) error {
-	return k.B.ReplaceDynamicRoute(kernelRoute(r))
+func (k KernelInstaller) AddRoute(_ context.Context, r Route) error {
+	return k.B.AddDynamicRoute(kernelRoute(r))
 }
 
 func (k KernelInstaller) DeleteRoute(_ context.Context, r Route) error {

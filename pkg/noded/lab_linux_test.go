@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/knmstate/knmstate/internal/labnet"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
 	"github.com/knmstate/knmstate/pkg/nmstate"
@@ -836,5 +837,173 @@ func TestClientIDAndHostnameReachTheServer(t *testing.T) {
 			}
 		}
 		return fmt.Sprintf("dnsmasq leases %+v: want %s without hostname", recs, l.Address)
+	})
+}
+
+// defaultRoutesText lists the main table's dhcp default routes as
+// "via GW dev IFACE metric M", sorted.
+func defaultRoutesText(tb testing.TB, node *labnet.Node) []string {
+	tb.Helper()
+	var out []string
+	for _, r := range routesIn(tb, node, unix.RT_TABLE_MAIN, unix.RTPROT_DHCP) {
+		if r.Dst != nil && (!r.Dst.IP.IsUnspecified() || r.Dst.Mask[0] != 0) {
+			continue
+		}
+		l, err := node.NS.Netlink.LinkByIndex(r.LinkIndex)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("via %s dev %s metric %d", r.Gw, l.Attrs().Name, r.Priority))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Two NICs in the same subnet each get a default route with the same
+// metric (NetworkManager's per-device default); the second one's lease
+// must not replace the first one's route, and ending DHCP on the second
+// removes only its own route.
+func TestSecondNICSameSubnetKeepsFirstDefaultRoute(t *testing.T) {
+	sw, node := newLab(t, labnet.Options{}, "eth0", "eth1")
+	gw, _ := sw.Gateways()
+	rt := startRuntime(t, node, "")
+	rt.update(t, fmt.Sprintf(dhcp4Eth0, ""))
+	waitLease(t, rt.Runtime, "eth0", 4)
+	eth0 := fmt.Sprintf("via %s dev eth0 metric %d", gw, DefaultRouteMetric)
+	eth1 := fmt.Sprintf("via %s dev eth1 metric %d", gw, DefaultRouteMetric)
+	if diff := cmp.Diff([]string{eth0}, defaultRoutesText(t, node)); diff != "" {
+		t.Fatalf("default routes after eth0's lease (-want +got):\n%s", diff)
+	}
+
+	rt.update(t, "interfaces:\n- name: eth1\n  type: ethernet\n  state: up\n  ipv4: {enabled: true, dhcp: true}\n")
+	waitLease(t, rt.Runtime, "eth1", 4)
+	if diff := cmp.Diff([]string{eth0, eth1}, defaultRoutesText(t, node)); diff != "" {
+		t.Errorf("default routes with both leases (-want +got):\n%s", diff)
+	}
+
+	rt.update(t, "interfaces:\n- name: eth1\n  type: ethernet\n  state: up\n  ipv4: {enabled: false}\n")
+	if _, ok := leaseOf(rt.Runtime, "eth1", 4); ok {
+		t.Errorf("eth1 still has an installed lease after dhcp was disabled")
+	}
+	if diff := cmp.Diff([]string{eth0}, defaultRoutesText(t, node)); diff != "" {
+		t.Errorf("default routes after disabling eth1 (-want +got):\n%s", diff)
+	}
+}
+
+// linkLocalTentative reports whether ifname's IPv6 link-local address
+// exists and is still in duplicate address detection.
+func linkLocalTentative(tb testing.TB, node *labnet.Node, ifname string) bool {
+	tb.Helper()
+	for _, a := range kernelAddrs(tb, node, ifname, netlink.FAMILY_V6) {
+		if a.IP.IsLinkLocalUnicast() && a.Flags&unix.IFA_F_TENTATIVE != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// A slow duplicate address detection (a loaded machine) must neither hold
+// up the apply that asks for DHCP (Update) nor fail it: the DHCPv6 client
+// waits for its link-local address on its own, and the DHCPv4 lease is
+// installed meanwhile. (Before, Update waited up to 10 s for the
+// link-local address inside the apply and then failed it, and the
+// rollback released the DHCPv4 lease that had just been bound.)
+func TestSlowDADDoesNotFailOrHoldUpdate(t *testing.T) {
+	_, node := newLab(t, labnet.Options{})
+	slowDAD(t, node)
+	rt := startRuntime(t, node, "")
+	rt.update(t, "interfaces:\n- name: eth0\n  type: ethernet\n  state: up\n"+
+		"  ipv4: {enabled: true, dhcp: true}\n  ipv6: {enabled: true, dhcp: true, autoconf: false}\n")
+	l4 := waitLease(t, rt.Runtime, "eth0", 4)
+	// (On a very loaded machine DAD may end first; Update not failing
+	// above is the point.)
+	if linkLocalTentative(t, node, "eth0") {
+		if _, ok := leaseOf(rt.Runtime, "eth0", 6); ok {
+			t.Errorf("dhcpv6 lease installed while the link-local address is tentative")
+		}
+	} else {
+		t.Logf("DAD ended before the DHCPv4 lease %s was installed", l4.Address)
+	}
+	// Once DAD is done, DHCPv6 gets its lease (after its failed waits).
+	waitSlowLease(t, rt.Runtime, "eth0", 6)
+	if l, ok := leaseOf(rt.Runtime, "eth0", 4); !ok || l.Address != l4.Address {
+		t.Errorf("dhcpv4 lease %v (%v), want %s kept", l.Address, ok, l4.Address)
+	}
+}
+
+// The lab's start-up path (`nmstatectl service` applying its eth0 file,
+// the runtime following the apply): with a slow DAD the apply of dhcp:
+// true succeeds without any lease yet (verification takes dhcp: true from
+// the runtime record), nothing is rolled back, and the DHCPv4 lease stays.
+func TestApplyDHCPWithSlowDADKeepsLease(t *testing.T) {
+	_, node := newLab(t, labnet.Options{})
+	slowDAD(t, node)
+	dir := t.TempDir()
+	rt := startRuntime(t, node, dir)
+	<-rt.Ready()
+	applyFollowed(t, node, dir, rt.Update, "interfaces:\n- name: eth0\n  type: ethernet\n  state: up\n"+
+		"  ipv4: {enabled: true, dhcp: true}\n  ipv6: {enabled: true, dhcp: true, autoconf: true}\n")
+	if !linkLocalTentative(t, node, "eth0") {
+		t.Logf("DAD ended before the apply did (loaded machine?)")
+	}
+	l4 := waitLease(t, rt.Runtime, "eth0", 4)
+	waitSlowLease(t, rt.Runtime, "eth0", 6)
+	if l, ok := leaseOf(rt.Runtime, "eth0", 4); !ok || l.Address != l4.Address {
+		t.Errorf("dhcpv4 lease %v (%v), want %s kept", l.Address, ok, l4.Address)
+	}
+	dynamicAddr(t, node, "eth0", l4.Address)
+}
+
+// waitSlowLease is waitLease for a lease that first waits for a slow DAD
+// (which a loaded machine stretches further).
+func waitSlowLease(tb testing.TB, r *Runtime, iface string, family int) {
+	tb.Helper()
+	eventually(tb, 2*time.Minute, func() string {
+		if _, ok := leaseOf(r, iface, family); !ok {
+			return fmt.Sprintf("no dhcpv%d lease installed on %s", family, iface)
+		}
+		return ""
+	})
+}
+
+// slowDAD makes eth0's link-local address go through a duplicate address
+// detection of about 12 s (12 probes, 1 s apart) -- longer than the 10 s
+// the DHCPv6 client's link-local wait allows itself -- and waits until
+// that address is tentative.
+func slowDAD(t *testing.T, node *labnet.Node) {
+	t.Helper()
+	link, err := node.NS.Netlink.LinkByName("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.NS.Netlink.LinkSetDown(link); err != nil {
+		t.Fatal(err)
+	}
+	// The new link-local address gets these settings.
+	for key, value := range map[string]string{
+		"net/ipv6/conf/eth0/dad_transmits":    "12",
+		"net/ipv6/neigh/eth0/retrans_time_ms": "1000",
+	} {
+		if err := node.NS.Sysctl(key, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The link-local address is made again, tentative, when the link
+	// comes up.
+	for _, a := range kernelAddrs(t, node, "eth0", netlink.FAMILY_V6) {
+		if a.IP.IsLinkLocalUnicast() {
+			if err := node.NS.Netlink.AddrDel(link, &a); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := node.NS.Netlink.LinkSetUp(link); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() string {
+		if !linkLocalTentative(t, node, "eth0") {
+			return "eth0 has no tentative link-local address"
+		}
+		return ""
 	})
 }

@@ -371,7 +371,7 @@ func (r *Runtime) installLocked(ctx context.Context, l dhcp.Lease, oneShot bool)
 	}
 	var installed []Route
 	for _, rt := range routes {
-		if err := r.opts.Installer.ReplaceRoute(ctx, rt); err != nil {
+		if err := r.opts.Installer.AddRoute(ctx, rt); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -171,6 +171,26 @@ func (b *Backend) ReplaceDynamicRoute(r DynamicRoute) error {
 	return nil
 }
 
+// AddDynamicRoute installs a route learned from a lease next to any
+// route to the same destination with the same metric (NLM_F_APPEND):
+// another interface's lease route (two NICs in one subnet each have a
+// default route, as with NetworkManager's per-device metrics when both
+// default to the same value) must never be replaced by this one. The
+// same route already present (a renewal) is success.
+func (b *Backend) AddDynamicRoute(r DynamicRoute) error {
+	nr, ok, err := b.dynamicRoute(r)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("installing route %s: no interface %s", r, r.Interface)
+	}
+	if err := b.h.RouteAppend(nr); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("installing route %s: %w", r, classify(err))
+	}
+	return nil
+}
+
 // DeleteDynamicRoute removes a route learned from a lease; a route (or
 // interface) that is already gone is success.
 func (b *Backend) DeleteDynamicRoute(r DynamicRoute) error {

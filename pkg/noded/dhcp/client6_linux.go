@@ -16,12 +16,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Start6 opens a DHCPv6 socket on cfg.Interface inside cfg.Namespace and
-// starts acquiring an IA_NA address. The socket binds to the interface's
-// link-local address, so Start6 first waits (bounded by ctx and 10s) for
-// that address to finish duplicate address detection.
+// Start6 starts acquiring an IA_NA address on cfg.Interface inside
+// cfg.Namespace. The DHCPv6 socket binds to the interface's link-local
+// address, which only exists once duplicate address detection finished:
+// the client opens the socket on its own goroutine before its first
+// exchange (a wait that fails, on a loaded machine or a link without
+// carrier yet, is a failed acquisition, retried with backoff). Start6
+// itself does not wait, so a caller (the node runtime, inside an apply)
+// is never held up, nor failed, by a slow DAD.
 func Start6(ctx context.Context, cfg Config) (*Client, error) {
-	ex, err := newExchanger6(ctx, cfg)
+	ex, err := newExchanger6(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -29,6 +33,11 @@ func Start6(ctx context.Context, cfg Config) (*Client, error) {
 }
 
 type exchanger6 struct {
+	cfg     Config
+	timeout time.Duration
+	// client is nil until the first acquisition opened the socket; only
+	// the client's goroutine sets it, and Stop reads it after that
+	// goroutine ended.
 	client *nclient6.Client
 	duid   dhcpv6.DUID
 	iaid   [4]byte
@@ -37,15 +46,11 @@ type exchanger6 struct {
 	server dhcpv6.DUID
 }
 
-func newExchanger6(ctx context.Context, cfg Config) (*exchanger6, error) {
+func newExchanger6(cfg Config) (*exchanger6, error) {
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = 2 * time.Second
 	}
-	if err := waitLinkLocal(ctx, cfg.Namespace, cfg.Interface); err != nil {
-		return nil, fmt.Errorf("dhcpv6 client on %s: %w", cfg.Interface, err)
-	}
-	var client *nclient6.Client
 	var mac net.HardwareAddr
 	err := inNamespace(cfg.Namespace, func() error {
 		ifi, err := net.InterfaceByName(cfg.Interface)
@@ -53,30 +58,48 @@ func newExchanger6(ctx context.Context, cfg Config) (*exchanger6, error) {
 			return err
 		}
 		mac = ifi.HardwareAddr
-		client, err = nclient6.New(cfg.Interface, nclient6.WithTimeout(timeout), nclient6.WithRetry(4))
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dhcpv6 client on %s: %w", cfg.Interface, err)
 	}
 	raw, err := DUID(cfg.DUID, cfg.Interface, mac)
-	if err == nil {
-		var duid dhcpv6.DUID
-		if duid, err = dhcpv6.DUIDFromBytes(raw); err == nil {
-			e := &exchanger6{client: client, duid: duid, iaid: IAID(cfg.Interface)}
-			e.mods = []dhcpv6.Modifier{
-				dhcpv6.WithClientID(duid),
-				dhcpv6.WithIAID(e.iaid),
-				dhcpv6.WithRequestedOptions(dhcpv6.OptionDNSRecursiveNameServer, dhcpv6.OptionDomainSearchList),
-			}
-			if cfg.SendHostname && cfg.Hostname != "" {
-				e.mods = append(e.mods, dhcpv6.WithFQDN(0, cfg.Hostname))
-			}
-			return e, nil
-		}
+	if err != nil {
+		return nil, fmt.Errorf("dhcpv6 client on %s: %w", cfg.Interface, err)
 	}
-	client.Close()
-	return nil, fmt.Errorf("dhcpv6 client on %s: %w", cfg.Interface, err)
+	duid, err := dhcpv6.DUIDFromBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("dhcpv6 client on %s: %w", cfg.Interface, err)
+	}
+	e := &exchanger6{cfg: cfg, timeout: timeout, duid: duid, iaid: IAID(cfg.Interface)}
+	e.mods = []dhcpv6.Modifier{
+		dhcpv6.WithClientID(duid),
+		dhcpv6.WithIAID(e.iaid),
+		dhcpv6.WithRequestedOptions(dhcpv6.OptionDNSRecursiveNameServer, dhcpv6.OptionDomainSearchList),
+	}
+	if cfg.SendHostname && cfg.Hostname != "" {
+		e.mods = append(e.mods, dhcpv6.WithFQDN(0, cfg.Hostname))
+	}
+	return e, nil
+}
+
+// open creates the socket once the interface has a usable link-local
+// address (bounded by ctx and waitLinkLocal's own limit).
+func (e *exchanger6) open(ctx context.Context) error {
+	if e.client != nil {
+		return nil
+	}
+	if err := waitLinkLocal(ctx, e.cfg.Namespace, e.cfg.Interface); err != nil {
+		return err
+	}
+	return inNamespace(e.cfg.Namespace, func() error {
+		c, err := nclient6.New(e.cfg.Interface, nclient6.WithTimeout(e.timeout), nclient6.WithRetry(4))
+		if err != nil {
+			return fmt.Errorf("dhcpv6 socket on %s: %w", e.cfg.Interface, err)
+		}
+		e.client = c
+		return nil
+	})
 }
 
 // waitLinkLocal polls until ifname has a link-local IPv6 address that is
@@ -112,6 +135,9 @@ func waitLinkLocal(ctx context.Context, ns NamespaceHandle, ifname string) error
 }
 
 func (e *exchanger6) acquire(ctx context.Context) (Lease, error) {
+	if err := e.open(ctx); err != nil {
+		return Lease{}, err
+	}
 	adv, err := e.client.Solicit(ctx, e.mods...)
 	if err != nil {
 		return Lease{}, fmt.Errorf("soliciting: %w", err)
@@ -138,6 +164,9 @@ func (e *exchanger6) extend(ctx context.Context, what string, t dhcpv6.MessageTy
 	if err != nil {
 		return Lease{}, fmt.Errorf("%s: %w", what, err)
 	}
+	if err := e.open(ctx); err != nil {
+		return Lease{}, fmt.Errorf("%s: %w", what, err)
+	}
 	reply, err := e.client.SendAndRead(ctx, nclient6.AllDHCPRelayAgentsAndServers, msg, nclient6.IsMessageType(dhcpv6.MessageTypeReply))
 	if err != nil {
 		return Lease{}, fmt.Errorf("%s: %w", what, err)
@@ -146,6 +175,9 @@ func (e *exchanger6) extend(ctx context.Context, what string, t dhcpv6.MessageTy
 }
 
 func (e *exchanger6) release(ctx context.Context, l Lease) error {
+	if e.client == nil {
+		return nil // never opened: nothing was leased
+	}
 	msg, err := e.message(dhcpv6.MessageTypeRelease, l, true)
 	if err != nil {
 		return err
@@ -188,7 +220,12 @@ func (e *exchanger6) accept(what string, reply *dhcpv6.Message) (Lease, error) {
 	return l, nil
 }
 
-func (e *exchanger6) close() error { return e.client.Close() }
+func (e *exchanger6) close() error {
+	if e.client == nil {
+		return nil
+	}
+	return e.client.Close()
+}
 
 // leaseFromReply converts a DHCPv6 Reply into a Lease (without Start,
 // Family and Interface). A status NoBinding, NotOnLink or NoAddrsAvail, or
