@@ -30,6 +30,7 @@ type handlerOptions struct {
 	unmanagedVeth []string
 	labels        map[string]string
 	verbosity     int
+	policy        handler.PolicySettings
 }
 
 func newHandlerCmd() *cobra.Command { return newHandlerCmdFor(&handlerOptions{}) }
@@ -69,6 +70,7 @@ dial from the handler process's own namespace.`,
 	f.StringSliceVar(&o.unmanagedVeth, "unmanaged-veth", handler.DefaultUnmanagedVeth(), "name patterns of pod veths left out of the NodeNetworkState (when their peer is in another namespace)")
 	f.StringToStringVar(&o.labels, "nns-label", nil, "label put on the NodeNetworkState when it is created (key=value, repeatable)")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity (1: every refresh decision)")
+	handler.BindPolicyFlags(f, &o.policy)
 	return cmd
 }
 
@@ -102,6 +104,7 @@ func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, err
 		Filter:     &handler.FilterOptions{UnmanagedVeth: o.unmanagedVeth},
 		Labels:     o.labels,
 		Log:        log,
+		Policy:     o.policy,
 	}
 	if err := opts.Validate(); err != nil {
 		return handler.Options{}, err

@@ -65,6 +65,9 @@ type Options struct {
 	Version string
 	// Log receives the handler's logs (the zero Logger discards them).
 	Log logr.Logger
+	// Policy tunes the policy side (policy_run.go); it runs when StateDir
+	// is set and Policy.Disabled is false.
+	Policy PolicySettings
 }
 
 // Validate checks the options and fills defaults.

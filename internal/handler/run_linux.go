@@ -128,8 +128,12 @@ func run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("handler %s: API cache did not sync", opts.Node)
 	}
 	log.Info("handler started", "netns", opts.NetNS, "dialNetns", opts.DialNetNS)
+	policies := startPolicies(ctx, cancel, opts, opts.Policy, b, cfg, log)
 	err = r.run(ctx)
 	cancel()
+	if perr := <-policies; err == nil && perr != nil {
+		err = fmt.Errorf("handler %s: policies: %w", opts.Node, perr)
+	}
 	if cerr := <-cacheDone; err == nil && cerr != nil {
 		err = fmt.Errorf("handler %s: API cache: %w", opts.Node, cerr)
 	}

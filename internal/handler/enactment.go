@@ -1,0 +1,332 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/knmstate/knmstate/api/shared"
+	nmstatev1 "github.com/knmstate/knmstate/api/v1"
+	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/rollout"
+	"github.com/knmstate/knmstate/pkg/nmstate"
+)
+
+type enactment = nmstatev1beta1.NodeNetworkConfigurationEnactment
+
+// Reconcile brings one policy to this node, following docs/rollout.md:
+// enactment, render, ask for a permit, apply under it, report.
+func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if ctx.Err() != nil {
+		return reconcile.Result{}, nil // stopping: not a failure to retry
+	}
+	return res, err
+}
+
+func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// A checkpoint left by a previous run is rolled back before anything
+	// else happens on this node.
+	if err := r.RecoverCheckpoint(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	log := r.log.WithValues("policy", req.Name)
+	name := shared.EnactmentName(r.opts.Node, req.Name)
+
+	policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
+	if err := r.client.Get(ctx, req.NamespacedName, policy); apierrors.IsNotFound(err) {
+		return reconcile.Result{}, r.deleteEnactment(ctx, name)
+	} else if err != nil {
+		return reconcile.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
+	}
+	node := &corev1.Node{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: r.opts.Node}, node); apierrors.IsNotFound(err) {
+		// The Node's creation enqueues every policy again.
+		return reconcile.Result{}, nil
+	} else if err != nil {
+		return reconcile.Result{}, fmt.Errorf("get node %s: %w", r.opts.Node, err)
+	}
+	if !selectorMatches(policy.Spec.NodeSelector, node.Labels) {
+		// The network is left as it is (upstream): only the record goes.
+		return reconcile.Result{}, r.deleteEnactment(ctx, name)
+	}
+	e, err := r.enactment(ctx, name, policy, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	gen := policy.Generation
+	ph := phaseOf(&e.Status, gen)
+	if ph == phaseFailed || ph == phaseAborted {
+		return reconcile.Result{}, nil // ended for this generation
+	}
+
+	current, err := r.opts.Backend.Show(ctx)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading the network state: %w", err)
+	}
+	now := time.Now()
+	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now)
+	if err != nil {
+		log.Info("rendering the desired state failed", "error", err.Error())
+		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+			setEnactmentFailedToConfigure(&st.Conditions, now, err.Error())
+		})
+	}
+	if ph == phaseAvailable {
+		if out.Desired == nil || satisfied(out.Desired, current) {
+			return reconcile.Result{}, nil // done, and still true: no re-apply
+		}
+		log.Info("network no longer shows the applied policy; applying it again")
+	}
+	if out.Desired == nil {
+		// Upstream: "Ignoring empty desired state"; no permit needed.
+		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+			setEnactmentSuccess(&st.Conditions, now)
+		})
+	}
+
+	if annotationGeneration(e, rollout.PermitAnnotation) != gen {
+		if annotationGeneration(e, rollout.AbortAnnotation) == gen {
+			msg := abortedMessage(name)
+			if err := r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+				setEnactmentAborted(&st.Conditions, now, msg)
+			}); err != nil {
+				return reconcile.Result{}, err
+			}
+			r.events.Eventf(policy, nil, corev1.EventTypeWarning, "ReconcileFailed", "Reconcile", msg)
+			return reconcile.Result{}, nil
+		}
+		// Ask for a permit; the controller's annotation wakes us.
+		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+			if ph != phasePending {
+				setEnactmentPending(&st.Conditions, now)
+			}
+		})
+	}
+
+	// Holding the permit for gen. A retry waits for its back-off.
+	if wait := r.retryWait(req.Name, now); ph == phaseRetrying && wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	fresh := &nmstatev1.NodeNetworkConfigurationPolicy{}
+	if err := r.api.Get(ctx, req.NamespacedName, fresh); apierrors.IsNotFound(err) {
+		return reconcile.Result{}, r.deleteEnactment(ctx, name)
+	} else if err != nil {
+		return reconcile.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
+	}
+	if fresh.Generation != gen {
+		// The policy changed since the cache showed it: its update event
+		// brings the new generation here again.
+		return reconcile.Result{}, nil
+	}
+	if ph != phaseProgressing && ph != phaseRetrying {
+		if err := r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+			setEnactmentProgressing(&st.Conditions, now)
+		}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if r.opts.OnApply != nil {
+		r.tx.onApply = func() { r.opts.OnApply(req.Name) }
+	}
+	log.Info("applying", "generation", gen)
+	applyErr := r.tx.run(ctx, out.Desired)
+	now = time.Now()
+	if applyErr == nil {
+		r.setRetryWait(req.Name, time.Time{})
+		log.Info("applied", "generation", gen)
+		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+			setEnactmentSuccess(&st.Conditions, now)
+		})
+	}
+	key := strconv.FormatInt(gen, 10)
+	n := e.Status.RetryCount[key] + 1
+	log.Info("apply failed", "generation", gen, "attempt", n, "error", applyErr.Error())
+	if n >= r.opts.MaxRetries {
+		r.setRetryWait(req.Name, time.Time{})
+		if err := r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+			st.RetryCount[key] = n
+			setEnactmentFailedToConfigure(&st.Conditions, now, applyErr.Error())
+		}); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.events.Eventf(policy, nil, corev1.EventTypeWarning, "ReconcileFailed", "Reconcile",
+			"reconciliation of enactment %q has failed after %d retries", name, n)
+		return reconcile.Result{}, nil
+	}
+	backoff := r.backoff(n)
+	r.setRetryWait(req.Name, now.Add(backoff))
+	msg := retryingMessage(name, r.opts.Node, applyErr, n, r.opts.MaxRetries)
+	if err := r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+		st.RetryCount[key] = n
+		setEnactmentRetrying(&st.Conditions, now, msg)
+	}); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: backoff}, nil
+}
+
+// backoff is the pause after the n-th failure: RetryBackoff doubled n-1
+// times, at most RetryMaxBackoff.
+func (r *PolicyReconciler) backoff(n int) time.Duration {
+	d := r.opts.RetryBackoff
+	for i := 1; i < n && d < r.opts.RetryMaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, r.opts.RetryMaxBackoff)
+}
+
+func (r *PolicyReconciler) retryWait(policy string, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.notBefore[policy].Sub(now)
+}
+
+func (r *PolicyReconciler) setRetryWait(policy string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if at.IsZero() {
+		delete(r.notBefore, policy)
+		return
+	}
+	r.notBefore[policy] = at
+}
+
+// satisfied reports whether the live state still shows desired, by the
+// same rule an apply is verified with.
+func satisfied(desired, current *nmstate.State) bool {
+	m, err := nmstate.Merge(desired, current)
+	if err != nil {
+		return false
+	}
+	return nmstate.Verify(m.Desired, current) == nil
+}
+
+// enactment reads the policy's enactment on this node without the cache,
+// creating it when missing. An enactment left by an earlier policy of the
+// same name is replaced.
+func (r *PolicyReconciler) enactment(ctx context.Context, name string, policy *nmstatev1.NodeNetworkConfigurationPolicy, node *corev1.Node) (*enactment, error) {
+	e := &enactment{}
+	err := r.api.Get(ctx, types.NamespacedName{Name: name}, e)
+	if err == nil && !ownedByOtherPolicy(e, policy) {
+		return e, nil
+	}
+	if err == nil {
+		if err := r.client.Delete(ctx, e, client.Preconditions{UID: &e.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("delete enactment %s of an earlier policy: %w", name, err)
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get enactment %s: %w", name, err)
+	}
+	lbls := map[string]string{}
+	for k, v := range r.opts.Labels {
+		lbls[k] = v
+	}
+	lbls[shared.EnactmentPolicyLabel] = policy.Name
+	lbls[shared.EnactmentNodeLabel] = r.opts.Node
+	e = &enactment{ObjectMeta: metav1.ObjectMeta{
+		Name:   name,
+		Labels: lbls,
+		OwnerReferences: []metav1.OwnerReference{
+			// Collected with the node, as upstream.
+			{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID},
+			// Tells the controller's GC which policy this record belongs
+			// to (docs/rollout.md); not a controller reference.
+			{APIVersion: nmstatev1.GroupVersion.String(), Kind: "NodeNetworkConfigurationPolicy", Name: policy.Name, UID: policy.UID},
+		},
+	}}
+	if err := r.client.Create(ctx, e); apierrors.IsAlreadyExists(err) {
+		e = &enactment{}
+		if err := r.api.Get(ctx, types.NamespacedName{Name: name}, e); err != nil {
+			return nil, fmt.Errorf("get enactment %s: %w", name, err)
+		}
+		return e, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("create enactment %s: %w", name, err)
+	}
+	return e, nil
+}
+
+func ownedByOtherPolicy(e *enactment, p *nmstatev1.NodeNetworkConfigurationPolicy) bool {
+	for _, o := range e.OwnerReferences {
+		if o.Kind == "NodeNetworkConfigurationPolicy" && o.Name == p.Name && o.UID != p.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *PolicyReconciler) deleteEnactment(ctx context.Context, name string) error {
+	e := &enactment{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := r.client.Delete(ctx, e); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete enactment %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeStatus sets the enactment's status for generation gen (conditions
+// start over when the generation changes), the rendered state, and what
+// set changes, and writes it as a JSON merge patch of the difference: the
+// handler is the status's only writer, so no resourceVersion is needed, and
+// the controller's annotations are never touched. Nothing is sent when
+// nothing changed. Transient API errors are retried briefly: an apply may
+// just have moved the node's route to the API server.
+func (r *PolicyReconciler) writeStatus(ctx context.Context, e *enactment, gen int64, out rendered,
+	set func(*shared.NodeNetworkConfigurationEnactmentStatus)) error {
+	base := e.DeepCopy()
+	st := &e.Status
+	if st.PolicyGeneration != gen {
+		// A new generation starts afresh (upstream clears the conditions);
+		// an old rendering must not pass for the new one's.
+		st.Conditions = nil
+		st.DesiredState = shared.State{}
+		st.PolicyGeneration = gen
+	}
+	if !out.Status.IsZero() {
+		st.DesiredState = out.Status
+	}
+	if out.Captured != nil {
+		st.CapturedStates = out.Captured
+	}
+	if st.RetryCount == nil {
+		st.RetryCount = map[string]int{}
+	}
+	set(st)
+	patch := client.MergeFrom(base)
+	data, err := patch.Data(e)
+	if err != nil {
+		return fmt.Errorf("status patch of enactment %s: %w", e.Name, err)
+	}
+	if string(data) == "{}" {
+		return nil
+	}
+	raw := client.RawPatch(patch.Type(), data)
+	backoff := wait.Backoff{Steps: 5, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1}
+	err = retry.OnError(backoff, func(err error) bool { return !apierrors.IsNotFound(err) && ctx.Err() == nil }, func() error {
+		return r.client.Status().Patch(ctx, e, raw)
+	})
+	if err != nil {
+		return fmt.Errorf("write status of enactment %s: %w", e.Name, err)
+	}
+	return nil
+}
+
+// annotationGeneration returns the generation a rollout annotation names,
+// or 0.
+func annotationGeneration(e *enactment, key string) int64 {
+	g, err := strconv.ParseInt(e.Annotations[key], 10, 64)
+	if err != nil || g < 1 {
+		return 0
+	}
+	return g
+}

@@ -1,0 +1,143 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/pkg/apply"
+	"github.com/knmstate/knmstate/pkg/nmpolicy"
+	"github.com/knmstate/knmstate/pkg/nmstate"
+)
+
+// rendered is a policy's desired state for this node.
+type rendered struct {
+	// Desired is the state to apply; nil when the policy asks for nothing.
+	Desired *nmstate.State
+	// Status is Desired in its canonical JSON, for the enactment status.
+	Status shared.State
+	// Captured is the capture cache to store in the enactment.
+	Captured map[string]shared.NodeNetworkConfigurationEnactmentCapturedState
+}
+
+// renderError is a failure to produce the desired state: the user must fix
+// the policy, retrying cannot help.
+type renderError struct{ err error }
+
+func (e *renderError) Error() string {
+	return "failure generating desiredState and capturedStates: " + e.err.Error()
+}
+func (e *renderError) Unwrap() error { return e.err }
+
+// renderPolicy resolves the policy's captures against current (reusing the
+// cached ones), fills the templates, adds upstream's default VLAN
+// filtering to linux-bridge ports, and decodes and validates the result
+// against the schema. It is pure: current and cache are not modified.
+func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmstate.State,
+	cache map[string]shared.NodeNetworkConfigurationEnactmentCapturedState, now time.Time) (rendered, error) {
+	fail := func(format string, args ...any) (rendered, error) {
+		return rendered{}, &renderError{fmt.Errorf(format, args...)}
+	}
+	desiredDoc, err := nmpolicy.DecodeDocument(spec.DesiredState.Raw)
+	if err != nil {
+		return fail("desiredState: %w", err)
+	}
+	curJSON, err := nmstate.EncodeJSON(current)
+	if err != nil {
+		return fail("encoding the current state: %w", err)
+	}
+	curDoc, err := nmpolicy.DecodeDocument(curJSON)
+	if err != nil {
+		return fail("current state: %w", err)
+	}
+	var nmCache nmpolicy.CapturedStates
+	if len(cache) > 0 {
+		raw, err := json.Marshal(cache)
+		if err != nil {
+			return fail("capturedStates: %w", err)
+		}
+		if err := json.Unmarshal(raw, &nmCache); err != nil {
+			return fail("capturedStates: %w", err)
+		}
+	}
+	gen, err := nmpolicy.GenerateState(nmpolicy.Policy{Capture: spec.Capture, DesiredState: desiredDoc}, curDoc, nmCache, now)
+	if err != nil {
+		return rendered{}, &renderError{err}
+	}
+	var out rendered
+	if len(gen.CapturedStates) > 0 {
+		raw, err := json.Marshal(gen.CapturedStates)
+		if err != nil {
+			return fail("capturedStates: %w", err)
+		}
+		if err := json.Unmarshal(raw, &out.Captured); err != nil {
+			return fail("capturedStates: %w", err)
+		}
+	}
+	if gen.DesiredState == nil {
+		return out, nil
+	}
+	addDefaultBridgeVLANs(gen.DesiredState)
+	raw, err := json.Marshal(gen.DesiredState)
+	if err != nil {
+		return fail("desiredState: %w", err)
+	}
+	desired, err := nmstate.Decode(raw)
+	if err != nil {
+		return fail("%w", err)
+	}
+	if err := nmstate.Validate(desired, nil).Err(); err != nil {
+		return fail("%w", err)
+	}
+	canon, err := nmstate.EncodeJSON(desired)
+	if err != nil {
+		return fail("encoding desiredState: %w", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, canon); err != nil {
+		return fail("encoding desiredState: %w", err)
+	}
+	canon = compact.Bytes()
+	if !apply.IsEmpty(desired) {
+		out.Desired = desired
+	}
+	out.Status = shared.State{Raw: canon}
+	return out, nil
+}
+
+// addDefaultBridgeVLANs gives every port without a `vlan` key of every
+// linux-bridge that is `state: up` a trunk of VLANs 2-4094 (upstream's
+// default, so a bridge passes tagged traffic). A port with any vlan key,
+// even an empty one, is left alone. doc is modified in place.
+func addDefaultBridgeVLANs(doc any) {
+	root, ok := doc.(map[string]any)
+	if !ok {
+		return
+	}
+	ifaces, _ := root["interfaces"].([]any)
+	for _, i := range ifaces {
+		iface, ok := i.(map[string]any)
+		if !ok || iface["type"] != "linux-bridge" || iface["state"] != "up" {
+			continue
+		}
+		br, _ := iface["bridge"].(map[string]any)
+		ports, _ := br["port"].([]any)
+		for _, p := range ports {
+			port, ok := p.(map[string]any)
+			if !ok {
+				continue
+			}
+			if _, has := port["vlan"]; has {
+				continue
+			}
+			port["vlan"] = map[string]any{
+				"mode": "trunk",
+				"trunk-tags": []any{map[string]any{
+					"id-range": map[string]any{"min": int64(2), "max": int64(4094)},
+				}},
+			}
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/pkg/nmstate"
+)
+
+var renderNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func mustState(t *testing.T, doc string) shared.State {
+	t.Helper()
+	s, err := shared.NewState([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustDecode(t *testing.T, doc string) *nmstate.State {
+	t.Helper()
+	s, err := nmstate.Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const renderCurrent = `
+interfaces:
+- {name: eth1, type: ethernet, state: up, mtu: 9000}
+- {name: eth2, type: ethernet, state: up, mtu: 1500}
+routes:
+  running:
+  - {destination: 0.0.0.0/0, next-hop-address: 192.0.2.1, next-hop-interface: eth2, table-id: 254}
+`
+
+func TestRenderDefaultBridgeVLANs(t *testing.T) {
+	spec := shared.NodeNetworkConfigurationPolicySpec{DesiredState: mustState(t, `
+interfaces:
+- name: br1
+  type: linux-bridge
+  state: up
+  bridge:
+    port:
+    - name: eth1
+    - name: eth2
+      vlan: {}
+- name: br2
+  type: linux-bridge
+  bridge:
+    port:
+    - name: eth3
+`)}
+	out, err := renderPolicy(spec, mustDecode(t, renderCurrent), nil, renderNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustDecode(t, `
+interfaces:
+- name: br1
+  type: linux-bridge
+  state: up
+  bridge:
+    port:
+    - name: eth1
+      vlan: {mode: trunk, trunk-tags: [{id-range: {min: 2, max: 4094}}]}
+    - name: eth2
+      vlan: {}
+- name: br2
+  type: linux-bridge
+  bridge:
+    port:
+    - name: eth3
+`)
+	wantJSON, _ := nmstate.EncodeJSON(want)
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, wantJSON); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(compact.String(), out.Status.String()); diff != "" {
+		t.Errorf("rendered desired state (-want +got):\n%s", diff)
+	}
+	gotJSON, _ := nmstate.EncodeJSON(out.Desired)
+	compact.Reset()
+	if err := json.Compact(&compact, gotJSON); err != nil {
+		t.Fatal(err)
+	}
+	if compact.String() != out.Status.String() {
+		t.Errorf("Desired and Status differ:\n%s\n%s", compact.String(), out.Status)
+	}
+}
+
+func TestRenderCapturesAndCache(t *testing.T) {
+	spec := shared.NodeNetworkConfigurationPolicySpec{
+		Capture: map[string]string{
+			"gw":     `routes.running.destination=="0.0.0.0/0"`,
+			"uplink": `interfaces.name==capture.gw.routes.running.0.next-hop-interface`,
+		},
+		DesiredState: mustState(t, `
+interfaces:
+- name: uplink.10
+  type: vlan
+  state: up
+  mtu: "{{ capture.uplink.interfaces.0.mtu }}"
+  vlan: {base-iface: "{{ capture.uplink.interfaces.0.name }}", id: 10}
+`),
+	}
+	out, err := renderPolicy(spec, mustDecode(t, renderCurrent), nil, renderNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Status.String(), `"base-iface":"eth2"`) || !strings.Contains(out.Status.String(), `"mtu":1500`) {
+		t.Errorf("templates not resolved: %s", out.Status)
+	}
+	if len(out.Captured) != 2 || !out.Captured["uplink"].MetaInfo.TimeStamp.Time.Equal(renderNow) {
+		t.Fatalf("captured = %+v", out.Captured)
+	}
+	// The cache wins over a changed node: the uplink stays eth2.
+	later := renderNow.Add(time.Hour)
+	moved := mustDecode(t, `
+interfaces:
+- {name: eth1, type: ethernet, state: up, mtu: 9000}
+routes:
+  running:
+  - {destination: 0.0.0.0/0, next-hop-address: 192.0.2.1, next-hop-interface: eth1, table-id: 254}
+`)
+	again, err := renderPolicy(spec, moved, out.Captured, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(out.Status.String(), again.Status.String()); diff != "" {
+		t.Errorf("render from the cache differs (-first +again):\n%s", diff)
+	}
+	if !again.Captured["uplink"].MetaInfo.TimeStamp.Time.Equal(renderNow) {
+		t.Errorf("cached capture re-evaluated: %v", again.Captured["uplink"].MetaInfo)
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	tests := []struct {
+		name, desired string
+		capture       map[string]string
+		want          string
+	}{
+		{"bad enum", "interfaces: [{name: eth1, type: ethernet, state: bogus}]", nil, "interfaces[0].state"},
+		{"out of range", "interfaces: [{name: v, type: vlan, vlan: {base-iface: eth1, id: 5000}}]", nil, "interfaces[0].vlan.id"},
+		{"unknown capture", `interfaces: [{name: "{{ capture.nope.interfaces.0.name }}", type: ethernet}]`, nil, "nope"},
+		{"bad capture", `interfaces: [{name: eth1}]`, map[string]string{"x": `interfaces.name==`}, "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := shared.NodeNetworkConfigurationPolicySpec{Capture: tt.capture, DesiredState: mustState(t, tt.desired)}
+			_, err := renderPolicy(spec, mustDecode(t, renderCurrent), nil, renderNow)
+			var re *renderError
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v, want a render error", err)
+			}
+			if !strings.HasPrefix(err.Error(), "failure generating desiredState and capturedStates: ") || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %q, want the generation prefix and %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRenderEmpty(t *testing.T) {
+	for _, doc := range []string{"", "{}", "interfaces: []"} {
+		out, err := renderPolicy(shared.NodeNetworkConfigurationPolicySpec{DesiredState: mustState(t, doc)}, mustDecode(t, renderCurrent), nil, renderNow)
+		if err != nil || out.Desired != nil {
+			t.Errorf("%q: Desired = %v, err = %v; want nothing to apply", doc, out.Desired, err)
+		}
+	}
+}
