@@ -86,3 +86,10 @@ type VLANRange struct {
 	Min uint16 `nms:"min,required"`
 	Max uint16 `nms:"max,required"`
 }
+
+// IsEmpty reports whether the port VLAN section configures nothing (absent
+// or `vlan: {}`): upstream keeps such a port out of VLAN filtering and adds
+// no default trunk to it.
+func (v *BridgeVLAN) IsEmpty() bool {
+	return v == nil || v.Mode == nil && v.Tag == nil && v.EnableNative == nil && v.TrunkTags == nil
+}

@@ -848,14 +848,34 @@ func (p *planner) bridgePorts() {
 			if changed {
 				p.add(BridgePortSet{Bridge: e.name, Port: set})
 			}
-			if !reflect.DeepEqual(tp.VLAN, cp.VLAN) {
+			if !(tp.VLAN.IsEmpty() && cp.VLAN.IsEmpty()) && !reflect.DeepEqual(tp.VLAN, cp.VLAN) {
 				p.add(BridgeVLANSet{Bridge: e.name, Name: tp.Name, VLAN: tp.VLAN})
 			}
 		}
 	}
 }
 
+// v6Toggle reports whether e's IPv6 on/off changes, and to what.
+func (e *planIface) v6Toggle() (change, enable bool) {
+	var c6 *IPConfig
+	if e.c != nil && !e.fresh {
+		c6 = e.c.IPv6
+	}
+	v6on := c6 == nil || c6.Enabled == nil || *c6.Enabled
+	if t6 := e.t.IPv6; t6 != nil && t6.Enabled != nil && *t6.Enabled != v6on {
+		return true, *t6.Enabled
+	}
+	return false, false
+}
+
 func (p *planner) linkStates() {
+	// Disabling IPv6 comes before links go up, so the kernel never starts
+	// IPv6 address generation (link-local, DAD) on them only to undo it.
+	for _, e := range p.sorted(func(e *planIface) bool { return !e.gone && !e.t.Type.IsUserSpace() }, false) {
+		if change, enable := e.v6Toggle(); change && !enable {
+			p.add(SysctlSet{Iface: e.name, Key: "net.ipv6.conf." + e.name + ".disable_ipv6", Value: "1"})
+		}
+	}
 	for _, e := range p.sorted(func(e *planIface) bool { return !e.gone }, false) {
 		up := e.t.EffectiveState() == StateUp
 		if up != e.wasUp || up && e.reassert {
@@ -876,15 +896,12 @@ func (p *planner) addresses() {
 		if e.c != nil && !e.fresh {
 			c4, c6 = e.c.IPv4, e.c.IPv6
 		}
-		// IPv6 on/off is a sysctl; disabling drops the addresses too.
-		v6on := c6 == nil || c6.Enabled == nil || *c6.Enabled
-		if t6 := e.t.IPv6; t6 != nil && t6.Enabled != nil && *t6.Enabled != v6on {
-			val := "1"
-			if *t6.Enabled {
-				val = "0"
-			}
-			p.add(SysctlSet{Iface: e.name, Key: "net.ipv6.conf." + e.name + ".disable_ipv6", Value: val})
-			if !*t6.Enabled {
+		// IPv6 on/off is a sysctl; disabling drops the addresses too (and
+		// was planned before the links went up, see linkStates).
+		if change, enable := e.v6Toggle(); change {
+			if enable {
+				p.add(SysctlSet{Iface: e.name, Key: "net.ipv6.conf." + e.name + ".disable_ipv6", Value: "0"})
+			} else {
 				c6 = nil
 			}
 		}

@@ -284,7 +284,7 @@ func bridgeVLANOptionAttrs(o *nmstate.LinuxBridgeOptions, filtering bool) []*nl.
 func (b *Backend) setBridgeOptions(l netlink.Link, br *nmstate.LinuxBridge) error {
 	filtering := false
 	for _, p := range br.Port {
-		filtering = filtering || p.VLAN != nil
+		filtering = filtering || !p.VLAN.IsEmpty()
 	}
 	if br.Options != nil {
 		if err := b.changeLink(l, "bridge", bridgeOptionAttrs(br.Options)); err != nil {
