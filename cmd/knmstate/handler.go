@@ -18,19 +18,20 @@ import (
 
 // handlerOptions are the flags of `knmstate handler`.
 type handlerOptions struct {
-	node          string
-	kubeconfig    string
-	netns         string
-	resolvConf    string
-	utsNS         string
-	stateDir      string
-	dialNetNS     string
-	resync        time.Duration
-	debounce      time.Duration
-	unmanagedVeth []string
-	labels        map[string]string
-	verbosity     int
-	policy        handler.PolicySettings
+	node            string
+	kubeconfig      string
+	netns           string
+	resolvConf      string
+	utsNS           string
+	runtimeStateDir string
+	stateDir        string
+	dialNetNS       string
+	resync          time.Duration
+	debounce        time.Duration
+	unmanagedVeth   []string
+	labels          map[string]string
+	verbosity       int
+	policy          handler.PolicySettings
 }
 
 func newHandlerCmd() *cobra.Command { return newHandlerCmdFor(&handlerOptions{}) }
@@ -64,6 +65,7 @@ dial from the handler process's own namespace.`,
 	f.StringVar(&o.resolvConf, "resolv-conf", "", "the node's resolv.conf file (default: DNS not reported)")
 	f.StringVar(&o.utsNS, "uts-ns", "", "the node's UTS namespace, e.g. /proc/PID/ns/uts (default: hostname not reported)")
 	f.StringVar(&o.stateDir, "state-dir", "", "directory for the handler's checkpoint records (used by policy apply)")
+	f.StringVar(&o.runtimeStateDir, "runtime-state-dir", "", "state directory of the node runtime (nmstatectl service) that owns DHCP/autoconf; it then follows policy applies")
 	f.StringVar(&o.dialNetNS, "dial-netns", "", "network namespace API connections are dialed from (default: --netns)")
 	f.DurationVar(&o.resync, "resync", handler.DefaultResync, "safety resync period of the NodeNetworkState (writes nothing when unchanged)")
 	f.DurationVar(&o.debounce, "debounce", handler.DefaultDebounce, "quiet time after a network change before the state is read")
@@ -92,19 +94,20 @@ func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, err
 	// setting it here, in the command, keeps the library code free of it.
 	ctrllog.SetLogger(log)
 	opts := handler.Options{
-		Node:       o.node,
-		Config:     cfg,
-		NetNS:      o.netns,
-		ResolvConf: o.resolvConf,
-		UTSNS:      o.utsNS,
-		DialNetNS:  dial,
-		StateDir:   o.stateDir,
-		Resync:     o.resync,
-		Debounce:   o.debounce,
-		Filter:     &handler.FilterOptions{UnmanagedVeth: o.unmanagedVeth},
-		Labels:     o.labels,
-		Log:        log,
-		Policy:     o.policy,
+		Node:            o.node,
+		Config:          cfg,
+		NetNS:           o.netns,
+		ResolvConf:      o.resolvConf,
+		UTSNS:           o.utsNS,
+		DialNetNS:       dial,
+		StateDir:        o.stateDir,
+		RuntimeStateDir: o.runtimeStateDir,
+		Resync:          o.resync,
+		Debounce:        o.debounce,
+		Filter:          &handler.FilterOptions{UnmanagedVeth: o.unmanagedVeth},
+		Labels:          o.labels,
+		Log:             log,
+		Policy:          o.policy,
 	}
 	if err := opts.Validate(); err != nil {
 		return handler.Options{}, err

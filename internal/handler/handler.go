@@ -48,6 +48,12 @@ type Options struct {
 	// StateDir will hold the handler's checkpoint records (policy apply,
 	// later work); the reporter does not use it.
 	StateDir string
+	// RuntimeStateDir is the state directory of the node runtime
+	// (`nmstatectl service`, pkg/noded) that owns this node's DHCP and
+	// autoconf; when set, the runtime follows every policy apply (leases
+	// for dhcp: true) and the applied dynamic settings verify as applied.
+	// "" = policies with dhcp/autoconf are verified against the kernel only.
+	RuntimeStateDir string
 	// Resync is the safety resync period (default DefaultResync).
 	Resync time.Duration
 	// Debounce is the quiet time after a change signal (default

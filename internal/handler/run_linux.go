@@ -128,7 +128,16 @@ func run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("handler %s: API cache did not sync", opts.Node)
 	}
 	log.Info("handler started", "netns", opts.NetNS, "dialNetns", opts.DialNetNS)
-	policies := startPolicies(ctx, cancel, opts, opts.Policy, b, cfg, log)
+	var pb PolicyBackend = b
+	if opts.RuntimeStateDir != "" {
+		rb, closeRT, err := runtimeBackend(b, opts, log)
+		if err != nil {
+			return fmt.Errorf("handler %s: %w", opts.Node, err)
+		}
+		defer closeRT()
+		pb = rb
+	}
+	policies := startPolicies(ctx, cancel, opts, opts.Policy, pb, cfg, log)
 	err = r.run(ctx)
 	cancel()
 	if perr := <-policies; err == nil && perr != nil {

@@ -91,7 +91,12 @@ func (t *transaction) run(ctx context.Context, desired *nmstate.State) error {
 	if t.onApply != nil {
 		t.onApply()
 	}
+	var onCheckpoint func(context.Context, *apply.Checkpoint) error
+	if f, ok := t.backend.(checkpointFollower); ok {
+		onCheckpoint = f.OnCheckpoint
+	}
 	res, err := apply.Apply(ctx, t.backend, desired, apply.Options{
+		OnCheckpoint:   onCheckpoint,
 		NoCommit:       true,
 		Timeout:        t.timeout,
 		StateDir:       t.stateDir,

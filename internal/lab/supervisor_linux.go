@@ -455,6 +455,11 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 		if strings.Contains(help, "--state-dir") {
 			args = append(args, "--state-dir", filepath.Join(dir, "state"))
 		}
+		// The node's `nmstatectl service` owns DHCP/autoconf; policy
+		// applies hand it their dynamic settings.
+		if strings.Contains(help, "--runtime-state-dir") && o.Nmstatectl != "" && o.Nmstatectl != NoNodeRuntime {
+			args = append(args, "--runtime-state-dir", filepath.Join(dir, "noded"))
+		}
 		args = append(args, o.HandlerArgs...)
 		start(&proc{name: "handler/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: o.Binary, args: args,
 			logPath: filepath.Join(dir, "handler.log"), spawner: s.hostSpawner})
