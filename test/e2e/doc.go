@@ -13,11 +13,6 @@
 // gateway must be rolled back by the handler's probes, and `lab down` must
 // leave nothing behind.
 //
-// The tests that need policy enactments are built with the tag
-// e2e_pending until the handler's policy reconciler is part of the tree;
-// the default build runs the lab, kubectl, the NodeNetworkStates and the
-// server-side validation of every example.
-//
 // It owns only its lab (named e2e-PID, directory under the temp dir) and
 // must not touch anything else on the machine.
 package e2e

@@ -1,8 +1,5 @@
-//go:build e2e_pending
-
-// The tests of this file need the handler's policy reconciler (enactments,
-// apply under a permit, probes and rollback). They are built with the tag
-// e2e_pending until it is part of the tree; then the tag goes.
+// The tests of this file drive the handler's policy reconciler (enactments,
+// apply under a permit, probes and rollback) through kubectl.
 
 package e2e
 
