@@ -39,12 +39,13 @@ func TestPlanThroughMerge(t *testing.T) {
 				"link set eth2 nomaster",
 				"link set eth1 master bond1",
 				"link set eth2 master bond0",
-				"link set eth1 up",
-				"link set eth2 up",
 				// Ports lose their IP configuration (merge rule); the
-				// current state did not say IPv6 was off.
+				// current state did not say IPv6 was off. IPv6 goes off
+				// before the links come up.
 				"sysctl set net.ipv6.conf.eth1.disable_ipv6 1",
 				"sysctl set net.ipv6.conf.eth2.disable_ipv6 1",
+				"link set eth1 up",
+				"link set eth2 up",
 			},
 		},
 		{
@@ -60,13 +61,13 @@ func TestPlanThroughMerge(t *testing.T) {
 				"link set bond0 master br0",
 				"link set eth1 master bond0",
 				"link set eth2 master bond0",
+				"sysctl set net.ipv6.conf.bond0.disable_ipv6 1",
+				"sysctl set net.ipv6.conf.eth1.disable_ipv6 1",
+				"sysctl set net.ipv6.conf.eth2.disable_ipv6 1",
 				"link set br0 up",
 				"link set bond0 up",
 				"link set eth1 up",
 				"link set eth2 up",
-				"sysctl set net.ipv6.conf.bond0.disable_ipv6 1",
-				"sysctl set net.ipv6.conf.eth1.disable_ipv6 1",
-				"sysctl set net.ipv6.conf.eth2.disable_ipv6 1",
 				"addr add 192.0.2.1/24 dev br0",
 			},
 		},

@@ -164,8 +164,8 @@ func TestPlanChanges(t *testing.T) {
 			change: []nmstate.Interface{eth("eth1", st.Absent())},
 			want: []string{
 				"link set eth1 nomaster",
-				"link set eth1 down",
 				"sysctl set net.ipv6.conf.eth1.disable_ipv6 1",
+				"link set eth1 down",
 				"addr delete 192.0.2.1/24 dev eth1",
 			},
 		},
@@ -491,8 +491,8 @@ func TestPlanChanges(t *testing.T) {
 			want: []string{
 				"link delete vl type vlan",
 				"link add vl link eth1 type vlan id 11",
-				"link set vl up",
 				"sysctl set net.ipv6.conf.vl.disable_ipv6 1",
+				"link set vl up",
 			},
 		},
 		{

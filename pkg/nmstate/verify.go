@@ -219,10 +219,15 @@ func (v *verifier) routes() {
 			cur = append(cur, routeTree(v.treeMap("routes.config", &v.current.Routes.Config[i]), true))
 		}
 	}
+	// Each desired route's tree is built once: wanted keeps the present
+	// ones, trees every one by index (fill exactly when not absent).
 	var wanted []map[string]any
+	trees := make([]map[string]any, len(v.desired.Routes.Config))
 	for i := range v.desired.Routes.Config {
-		if r := &v.desired.Routes.Config[i]; !r.IsAbsent() {
-			wanted = append(wanted, routeTree(v.treeMap("routes.config", r), true))
+		r := &v.desired.Routes.Config[i]
+		trees[i] = routeTree(v.treeMap("routes.config", r), !r.IsAbsent())
+		if !r.IsAbsent() {
+			wanted = append(wanted, trees[i])
 		}
 	}
 	for i := range v.desired.Routes.Config {
@@ -231,7 +236,7 @@ func (v *verifier) routes() {
 			continue
 		}
 		absent := r.IsAbsent()
-		want := routeTree(v.treeMap("routes.config", r), !absent)
+		want := trees[i]
 		found := matchesAny(want, cur, wanted, absent)
 		p := "routes.config[" + strconv.Itoa(i) + "]"
 		switch {
@@ -271,9 +276,12 @@ func (v *verifier) rules() {
 		}
 	}
 	var wanted []map[string]any
+	trees := make([]map[string]any, len(v.desired.RouteRules.Config))
 	for i := range v.desired.RouteRules.Config {
-		if r := &v.desired.RouteRules.Config[i]; !r.IsAbsent() {
-			wanted = append(wanted, ruleTree(v.treeMap("route-rules.config", r), true))
+		r := &v.desired.RouteRules.Config[i]
+		trees[i] = ruleTree(v.treeMap("route-rules.config", r), !r.IsAbsent())
+		if !r.IsAbsent() {
+			wanted = append(wanted, trees[i])
 		}
 	}
 	for i := range v.desired.RouteRules.Config {
@@ -282,7 +290,7 @@ func (v *verifier) rules() {
 			continue
 		}
 		absent := r.IsAbsent()
-		want := ruleTree(v.treeMap("route-rules.config", r), !absent)
+		want := trees[i]
 		found := matchesAny(want, cur, wanted, absent)
 		p := "route-rules.config[" + strconv.Itoa(i) + "]"
 		switch {
