@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -54,6 +56,7 @@ func TestMentions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitExec(t, cmd.Process.Pid)
 	if mentions(cmd.Process.Pid, dir) {
 		t.Errorf("pid %d mentions %s: a sibling directory was taken for the lab's", cmd.Process.Pid, dir)
 	}
@@ -62,6 +65,7 @@ func TestMentions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd2.Process.Kill(); _ = cmd2.Wait() })
+	waitExec(t, cmd2.Process.Pid)
 	if !mentions(cmd2.Process.Pid, dir) {
 		t.Errorf("pid %d does not mention %s", cmd2.Process.Pid, dir)
 	}
@@ -76,4 +80,17 @@ func TestMentions(t *testing.T) {
 			t.Errorf("processesOf lists the caller %s", strconv.Itoa(pid))
 		}
 	}
+}
+
+// waitExec waits until pid runs its own program: between fork and exec its
+// command line is still the test binary's.
+func waitExec(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err == nil && strings.Contains(string(data), "sleep 30") {
+			return
+		}
+	}
+	t.Fatalf("pid %d did not exec /bin/sh", pid)
 }
