@@ -75,7 +75,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, fmt.Errorf("reading the network state: %w", err)
 	}
 	now := time.Now()
-	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now)
+	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, renderOptions{DefaultBridgeVLANs: !r.opts.NoDefaultBridgeVLANs})
 	if err != nil {
 		log.Info("rendering the desired state failed", "error", err.Error())
 		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {

@@ -83,6 +83,9 @@ type PolicyOptions struct {
 	VerifyInterval time.Duration
 	// Labels are added to every enactment created (relationship labels).
 	Labels map[string]string
+	// NoDefaultBridgeVLANs leaves linux-bridge ports without upstream's
+	// default VLAN trunk (for kernels that cannot filter VLANs on bridges).
+	NoDefaultBridgeVLANs bool
 	// Log receives the reconciler's logs.
 	Log logr.Logger
 	// OnApply, when set, is called right before each apply.

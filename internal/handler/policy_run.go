@@ -28,6 +28,9 @@ type PolicySettings struct {
 	DNSHost string
 	// Probe timeouts after an apply, and before it for ping and DNS.
 	PingTimeout, DNSTimeout, APITimeout, NodeTimeout, SelectTimeout time.Duration
+	// NoDefaultBridgeVLANs: see PolicyOptions. Not a flag: Run sets it
+	// from what the kernel can do.
+	NoDefaultBridgeVLANs bool
 }
 
 // BindPolicyFlags registers the policy flags on fs.
@@ -88,6 +91,8 @@ func PolicyOptionsFor(o Options, s PolicySettings, b PolicyBackend, api *rest.Co
 		RetryMaxBackoff: s.RetryMaxBackoff,
 		Labels:          o.Labels,
 		Log:             o.Log,
+
+		NoDefaultBridgeVLANs: s.NoDefaultBridgeVLANs,
 		Probes: probe.Options{
 			DNSHost:       s.DNSHost,
 			API:           api,

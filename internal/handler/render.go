@@ -31,12 +31,22 @@ func (e *renderError) Error() string {
 }
 func (e *renderError) Unwrap() error { return e.err }
 
+// renderOptions are what rendering needs to know of the node.
+type renderOptions struct {
+	// DefaultBridgeVLANs adds upstream's default VLAN trunk to linux-bridge
+	// ports. Off when the kernel cannot filter VLANs on bridges: the
+	// default would make every linux-bridge policy fail on such a node,
+	// for a setting the user never asked for.
+	DefaultBridgeVLANs bool
+}
+
 // renderPolicy resolves the policy's captures against current (reusing the
 // cached ones), fills the templates, adds upstream's default VLAN
-// filtering to linux-bridge ports, and decodes and validates the result
-// against the schema. It is pure: current and cache are not modified.
+// filtering to linux-bridge ports (when opts allow), and decodes and
+// validates the result against the schema. It is pure: current and cache
+// are not modified.
 func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmstate.State,
-	cache map[string]shared.NodeNetworkConfigurationEnactmentCapturedState, now time.Time) (rendered, error) {
+	cache map[string]shared.NodeNetworkConfigurationEnactmentCapturedState, now time.Time, opts renderOptions) (rendered, error) {
 	fail := func(format string, args ...any) (rendered, error) {
 		return rendered{}, &renderError{fmt.Errorf(format, args...)}
 	}
@@ -79,7 +89,9 @@ func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmsta
 	if gen.DesiredState == nil {
 		return out, nil
 	}
-	addDefaultBridgeVLANs(gen.DesiredState)
+	if opts.DefaultBridgeVLANs {
+		addDefaultBridgeVLANs(gen.DesiredState)
+	}
 	raw, err := json.Marshal(gen.DesiredState)
 	if err != nil {
 		return fail("desiredState: %w", err)

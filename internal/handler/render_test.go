@@ -60,11 +60,12 @@ interfaces:
     port:
     - name: eth3
 `)}
-	out, err := renderPolicy(spec, mustDecode(t, renderCurrent), nil, renderNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := mustDecode(t, `
+	tests := []struct {
+		name string
+		opts renderOptions
+		want string
+	}{
+		{"kernel filters VLANs: upstream's trunk on ports without a vlan key", renderOptions{DefaultBridgeVLANs: true}, `
 interfaces:
 - name: br1
   type: linux-bridge
@@ -80,22 +81,47 @@ interfaces:
   bridge:
     port:
     - name: eth3
-`)
-	wantJSON, _ := nmstate.EncodeJSON(want)
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, wantJSON); err != nil {
-		t.Fatal(err)
+`},
+		{"kernel without VLAN filtering: ports as written", renderOptions{}, `
+interfaces:
+- name: br1
+  type: linux-bridge
+  state: up
+  bridge:
+    port:
+    - name: eth1
+    - name: eth2
+      vlan: {}
+- name: br2
+  type: linux-bridge
+  bridge:
+    port:
+    - name: eth3
+`},
 	}
-	if diff := cmp.Diff(compact.String(), out.Status.String()); diff != "" {
-		t.Errorf("rendered desired state (-want +got):\n%s", diff)
-	}
-	gotJSON, _ := nmstate.EncodeJSON(out.Desired)
-	compact.Reset()
-	if err := json.Compact(&compact, gotJSON); err != nil {
-		t.Fatal(err)
-	}
-	if compact.String() != out.Status.String() {
-		t.Errorf("Desired and Status differ:\n%s\n%s", compact.String(), out.Status)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := renderPolicy(spec, mustDecode(t, renderCurrent), nil, renderNow, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON, _ := nmstate.EncodeJSON(mustDecode(t, tt.want))
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, wantJSON); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(compact.String(), out.Status.String()); diff != "" {
+				t.Errorf("rendered desired state (-want +got):\n%s", diff)
+			}
+			gotJSON, _ := nmstate.EncodeJSON(out.Desired)
+			compact.Reset()
+			if err := json.Compact(&compact, gotJSON); err != nil {
+				t.Fatal(err)
+			}
+			if compact.String() != out.Status.String() {
+				t.Errorf("Desired and Status differ:\n%s\n%s", compact.String(), out.Status)
+			}
+		})
 	}
 }
 
@@ -114,7 +140,7 @@ interfaces:
   vlan: {base-iface: "{{ capture.uplink.interfaces.0.name }}", id: 10}
 `),
 	}
-	out, err := renderPolicy(spec, mustDecode(t, renderCurrent), nil, renderNow)
+	out, err := renderPolicy(spec, mustDecode(t, renderCurrent), nil, renderNow, renderOptions{DefaultBridgeVLANs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +159,7 @@ routes:
   running:
   - {destination: 0.0.0.0/0, next-hop-address: 192.0.2.1, next-hop-interface: eth1, table-id: 254}
 `)
-	again, err := renderPolicy(spec, moved, out.Captured, later)
+	again, err := renderPolicy(spec, moved, out.Captured, later, renderOptions{DefaultBridgeVLANs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +185,7 @@ func TestRenderErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := shared.NodeNetworkConfigurationPolicySpec{Capture: tt.capture, DesiredState: mustState(t, tt.desired)}
-			_, err := renderPolicy(spec, mustDecode(t, renderCurrent), nil, renderNow)
+			_, err := renderPolicy(spec, mustDecode(t, renderCurrent), nil, renderNow, renderOptions{DefaultBridgeVLANs: true})
 			var re *renderError
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %v, want a render error", err)
@@ -173,7 +199,7 @@ func TestRenderErrors(t *testing.T) {
 
 func TestRenderEmpty(t *testing.T) {
 	for _, doc := range []string{"", "{}", "interfaces: []"} {
-		out, err := renderPolicy(shared.NodeNetworkConfigurationPolicySpec{DesiredState: mustState(t, doc)}, mustDecode(t, renderCurrent), nil, renderNow)
+		out, err := renderPolicy(shared.NodeNetworkConfigurationPolicySpec{DesiredState: mustState(t, doc)}, mustDecode(t, renderCurrent), nil, renderNow, renderOptions{DefaultBridgeVLANs: true})
 		if err != nil || out.Desired != nil {
 			t.Errorf("%q: Desired = %v, err = %v; want nothing to apply", doc, out.Desired, err)
 		}

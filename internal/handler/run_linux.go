@@ -137,7 +137,11 @@ func run(ctx context.Context, opts Options) error {
 		defer closeRT()
 		pb = rb
 	}
-	policies := startPolicies(ctx, cancel, opts, opts.Policy, pb, cfg, log)
+	settings := opts.Policy
+	if !settings.Disabled {
+		settings.NoDefaultBridgeVLANs = !bridgeVLANFiltering(log)
+	}
+	policies := startPolicies(ctx, cancel, opts, settings, pb, cfg, log)
 	err = r.run(ctx)
 	cancel()
 	if perr := <-policies; err == nil && perr != nil {
@@ -147,6 +151,21 @@ func run(ctx context.Context, opts Options) error {
 		err = fmt.Errorf("handler %s: API cache: %w", opts.Node, cerr)
 	}
 	return err
+}
+
+// bridgeVLANFiltering asks the kernel whether linux bridges can filter
+// VLANs; when it cannot say, upstream's behaviour (filtering assumed)
+// stands.
+func bridgeVLANFiltering(log logr.Logger) bool {
+	ok, err := kernel.BridgeVLANFiltering()
+	switch {
+	case err != nil:
+		log.Error(err, "linux-bridge ports get the default VLAN trunk all the same")
+		return true
+	case !ok:
+		log.Info("the kernel cannot filter VLANs on bridges (CONFIG_BRIDGE_VLAN_FILTERING): linux-bridge ports get no default VLAN trunk")
+	}
+	return ok
 }
 
 // apiConfig is opts.Config with the handler's dialer and user agent.

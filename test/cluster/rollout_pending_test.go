@@ -170,8 +170,6 @@ func TestMaxUnavailable(t *testing.T) {
 	two := intstr.FromInt32(2)
 
 	t.Run("Valid", func(t *testing.T) {
-		// Not a bridge: the handler gives bridge ports VLAN filtering
-		// (upstream's default), which this machine's kernel lacks.
 		p := policyYAML(t, "max-unavailable", nil, eth2Static("10.253.0.1/24"))
 		p.Spec.MaxUnavailable = &two
 		tr, stop := trackRollout(t, c, p.Name)

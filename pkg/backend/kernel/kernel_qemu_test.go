@@ -232,3 +232,13 @@ func TestQemuBondPortsConfig(t *testing.T) {
 		t.Errorf("ports-config after modify (-want +got):\n%s", diff)
 	}
 }
+
+func TestQemuBridgeVLANFilteringSupported(t *testing.T) {
+	ok, err := BridgeVLANFiltering()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Error("BridgeVLANFiltering() = false on a kernel with CONFIG_BRIDGE_VLAN_FILTERING")
+	}
+}

@@ -64,3 +64,16 @@ func TestExecuteMissingKernelFeature(t *testing.T) {
 		})
 	}
 }
+
+// The question is asked in a private namespace: this kernel says no, as
+// TestExecuteMissingKernelFeature's bridge vlan filtering case shows it
+// really cannot (the qemu lane checks the yes).
+func TestBridgeVLANFilteringMissing(t *testing.T) {
+	ok, err := BridgeVLANFiltering()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		t.Error("BridgeVLANFiltering() = true on a kernel without CONFIG_BRIDGE_VLAN_FILTERING")
+	}
+}
