@@ -664,7 +664,13 @@ func TestSubmitReachesRunningRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Submit(dir, st); err != nil {
+	n, err := Submit(dir, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := WaitActed(wctx, dir, n); err != nil {
 		t.Fatal(err)
 	}
 	l := waitLease(t, rt.Runtime, "eth0", 4)

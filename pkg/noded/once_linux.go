@@ -73,7 +73,8 @@ func AcquireOnce(ctx context.Context, opts Options, applied *nmstate.State) ([]d
 
 // DetachedFollow is the FollowFunc for a process that does not run the
 // runtime itself (`nmstatectl apply`): when a runtime runs for
-// opts.StateDir the applied state is submitted to it; otherwise the
+// opts.StateDir the applied state is submitted to it, and the runtime's
+// acting on it awaited (up to timeout; a warning after); otherwise the
 // leases are acquired once (each exchange bounded by timeout) and warn
 // receives a message saying that renewal needs the runtime.
 func DetachedFollow(opts Options, timeout time.Duration, warn func(string)) FollowFunc {
@@ -83,7 +84,18 @@ func DetachedFollow(opts Options, timeout time.Duration, warn func(string)) Foll
 			return err
 		}
 		if running {
-			return Submit(opts.StateDir, applied)
+			n, err := Submit(opts.StateDir, applied)
+			if err != nil {
+				return err
+			}
+			wctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if err := WaitActed(wctx, opts.StateDir, n); err != nil && warn != nil {
+				// The kernel side is applied; the runtime catches up when
+				// it can.
+				warn(err.Error())
+			}
+			return nil
 		}
 		actx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()

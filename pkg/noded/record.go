@@ -46,6 +46,10 @@ type Record struct {
 	// Submitted counts the applied states submitted by other processes
 	// (Submit); a running runtime acts on each new value.
 	Submitted uint64 `json:"submitted,omitempty"`
+	// Acted is the last Submitted value a running runtime has acted on
+	// (clients started or stopped, routes and DNS rewritten), so a
+	// submitter can wait for it (WaitActed).
+	Acted uint64 `json:"acted,omitempty"`
 }
 
 // ReadRecord loads the record of stateDir; a missing record is empty.

@@ -37,7 +37,7 @@ type Options struct {
 	// client default).
 	DHCPTimeout time.Duration
 	// PollInterval is how often Run looks for specs submitted by another
-	// process (Submit); 0 = 2s.
+	// process (Submit) besides watching the record for a new one; 0 = 2s.
 	PollInterval time.Duration
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
@@ -424,7 +424,7 @@ func (r *Runtime) saveLocked() error {
 		return err
 	}
 	out := *r.rec
-	out.Submitted = r.seen
+	out.Submitted, out.Acted = r.seen, r.seen
 	if disk.Submitted != r.seen {
 		out.Specs, out.Submitted = disk.Specs, disk.Submitted
 	}
@@ -501,10 +501,22 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.readyOnce.Do(func() { close(r.ready) })
 	poll := time.NewTicker(r.opts.PollInterval)
 	defer poll.Stop()
+	submitted, err := watchRecord(ctx, r.opts.StateDir)
+	if err != nil {
+		r.log.Error("watching for submitted specs; polling only", "error", err)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case _, ok := <-submitted:
+			if !ok {
+				submitted = nil
+				continue
+			}
+			if err := r.pickUpSubmitted(ctx); err != nil {
+				r.log.Error("reading submitted specs", "error", err)
+			}
 		case u, ok := <-links:
 			if !ok {
 				links = nil // subscription ended (logged); polling goes on
@@ -697,19 +709,43 @@ func openLock(stateDir, name string) (*os.File, error) {
 }
 
 // Submit records an applied state for the runtime of stateDir, which
-// picks it up within its poll interval: the path for `nmstatectl apply`
-// while `nmstatectl service` runs in another process.
-func Submit(stateDir string, applied *nmstate.State) error {
+// picks it up as soon as it sees the record change: the path for
+// `nmstatectl apply` and the handler while `nmstatectl service` runs in
+// another process. It returns the submission's number for WaitActed.
+func Submit(stateDir string, applied *nmstate.State) (uint64, error) {
 	unlock, err := lockRecord(stateDir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer unlock()
 	rec, err := ReadRecord(stateDir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	rec.Specs = UpdateSpecs(rec.Specs, applied)
 	rec.Submitted++
-	return WriteRecord(stateDir, rec)
+	return rec.Submitted, WriteRecord(stateDir, rec)
+}
+
+// WaitActed waits until the runtime of stateDir has acted on submission
+// n (or a later one), so that what follows an apply (verification,
+// probes, a rollback's comparison) sees the dynamic configuration the
+// runtime derives from it: DNS from leases, clients started or stopped.
+func WaitActed(ctx context.Context, stateDir string, n uint64) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		rec, err := ReadRecord(stateDir)
+		if err != nil {
+			return err
+		}
+		if rec.Acted >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node runtime has not acted on submission %d (it is at %d): %w", n, rec.Acted, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
 }

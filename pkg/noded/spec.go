@@ -74,16 +74,22 @@ func boolOr(p *bool, def bool) bool {
 	return *p
 }
 
-func autoOf(c *nmstate.IPConfig) Auto {
-	a := Auto{
-		DNS:     boolOr(c.AutoDNS, true),
-		Gateway: boolOr(c.AutoGateway, true),
-		Routes:  boolOr(c.AutoRoutes, true),
-		Table:   MainTable,
-		Metric:  DefaultRouteMetric,
+// autoOf reads the auto-* flags of a section; a flag the section leaves
+// out keeps its value in prev (nmstate merges a desired section into the
+// current one), or takes its default when the family was not dynamic.
+func autoOf(c *nmstate.IPConfig, prev *Auto) Auto {
+	a := Auto{DNS: true, Gateway: true, Routes: true, Table: MainTable, Metric: DefaultRouteMetric}
+	if prev != nil {
+		a = *prev
 	}
-	if c.AutoRouteTableID != nil && *c.AutoRouteTableID != 0 {
-		a.Table, a.TableSet = *c.AutoRouteTableID, true
+	a.DNS = boolOr(c.AutoDNS, a.DNS)
+	a.Gateway = boolOr(c.AutoGateway, a.Gateway)
+	a.Routes = boolOr(c.AutoRoutes, a.Routes)
+	if c.AutoRouteTableID != nil {
+		a.Table, a.TableSet = MainTable, false
+		if *c.AutoRouteTableID != 0 {
+			a.Table, a.TableSet = *c.AutoRouteTableID, true
+		}
 	}
 	if c.AutoRouteMetric != nil {
 		a.Metric, a.MetricSet = *c.AutoRouteMetric, true
@@ -91,34 +97,53 @@ func autoOf(c *nmstate.IPConfig) Auto {
 	return a
 }
 
-func strOr(p *string) string {
+func strOr(p *string, def string) string {
 	if p == nil {
-		return ""
+		return def
 	}
 	return *p
 }
 
-// family4 reads the ipv4 section of an applied interface.
-func family4(c *nmstate.IPConfig) *Family4 {
-	if c == nil || !boolOr(c.Enabled, true) || !boolOr(c.DHCP, false) {
+// family4 reads the ipv4 section of an applied interface; what it leaves
+// out keeps its value in prev (the family's current spec, nil when it was
+// not dynamic). Keeping the client options matters: a changed one needs a
+// new client and lease, so a section that only turns auto-dns off must
+// not reset a custom hostname.
+func family4(c *nmstate.IPConfig, prev *Family4) *Family4 {
+	if c == nil || !boolOr(c.Enabled, true) || !boolOr(c.DHCP, prev != nil && prev.DHCP) {
 		return nil
 	}
-	return &Family4{
-		DHCP: true, Auto: autoOf(c), ClientID: strOr(c.DHCPClientID),
-		SendHostname: boolOr(c.DHCPSendHostname, true), Hostname: strOr(c.DHCPCustomHostname),
+	f := &Family4{DHCP: true, SendHostname: true}
+	var pa *Auto
+	if prev != nil {
+		f.ClientID, f.SendHostname, f.Hostname = prev.ClientID, prev.SendHostname, prev.Hostname
+		pa = &prev.Auto
 	}
+	f.Auto = autoOf(c, pa)
+	f.ClientID = strOr(c.DHCPClientID, f.ClientID)
+	f.SendHostname = boolOr(c.DHCPSendHostname, f.SendHostname)
+	f.Hostname = strOr(c.DHCPCustomHostname, f.Hostname)
+	return f
 }
 
-// family6 reads the ipv6 section of an applied interface.
-func family6(c *nmstate.IPConfig) *Family6 {
+// family6 reads the ipv6 section of an applied interface, merged into prev
+// as family4 does.
+func family6(c *nmstate.IPConfig, prev *Family6) *Family6 {
 	if c == nil || !boolOr(c.Enabled, true) {
 		return nil
 	}
-	f := &Family6{
-		DHCP: boolOr(c.DHCP, false), Autoconf: boolOr(c.Autoconf, false),
-		Auto: autoOf(c), DUID: strOr(c.DHCPDUID),
-		SendHostname: boolOr(c.DHCPSendHostname, true), Hostname: strOr(c.DHCPCustomHostname),
+	f := &Family6{SendHostname: true}
+	var pa *Auto
+	if prev != nil {
+		*f = *prev
+		pa = &prev.Auto
 	}
+	f.DHCP = boolOr(c.DHCP, f.DHCP)
+	f.Autoconf = boolOr(c.Autoconf, f.Autoconf)
+	f.Auto = autoOf(c, pa)
+	f.DUID = strOr(c.DHCPDUID, f.DUID)
+	f.SendHostname = boolOr(c.DHCPSendHostname, f.SendHostname)
+	f.Hostname = strOr(c.DHCPCustomHostname, f.Hostname)
 	if !f.DHCP && !f.Autoconf {
 		return nil
 	}
@@ -127,9 +152,10 @@ func family6(c *nmstate.IPConfig) *Family6 {
 
 // UpdateSpecs folds one applied (desired) state into the specs the
 // runtime holds and returns the new set; prev is not modified. Only what
-// the state names changes: an interface it does not list, or a family
-// section it leaves out, keeps its spec, so an apply that does not touch
-// an interface does not disturb its clients. An interface that is absent
+// the state names changes: an interface it does not list, a family
+// section it leaves out, or a key of a section it leaves out, keeps its
+// spec, so an apply that does not touch an interface does not disturb its
+// clients. An interface that is absent
 // or down loses its spec.
 func UpdateSpecs(prev map[string]Spec, applied *nmstate.State) map[string]Spec {
 	next := maps.Clone(prev)
@@ -161,10 +187,10 @@ func UpdateSpecs(prev map[string]Spec, applied *nmstate.State) map[string]Spec {
 		s := next[ifc.Name]
 		s.Interface = ifc.Name
 		if ifc.IPv4 != nil {
-			s.V4 = family4(ifc.IPv4)
+			s.V4 = family4(ifc.IPv4, s.V4)
 		}
 		if ifc.IPv6 != nil {
-			s.V6 = family6(ifc.IPv6)
+			s.V6 = family6(ifc.IPv6, s.V6)
 		}
 		if s.dynamic() {
 			next[ifc.Name] = s

@@ -58,10 +58,40 @@ func TestUpdateSpecs(t *testing.T) {
 		applied: "interfaces:\n- name: eth0\n  mtu: 1400\n",
 		want:    map[string]Spec{"eth0": eth0DHCP},
 	}, {
-		name:    "static address turns dhcp off",
+		name:    "dhcp false turns dhcp off",
+		prev:    map[string]Spec{"eth0": eth0DHCP},
+		applied: "interfaces:\n- name: eth0\n  ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.5, prefix-length: 24}]}\n",
+		want:    map[string]Spec{},
+	}, {
+		// nmstate merges a section into the current one (pkg/nmstate
+		// mergeIP): dhcp is inherited, static addresses come on top.
+		name:    "a static address alone keeps dhcp",
 		prev:    map[string]Spec{"eth0": eth0DHCP},
 		applied: "interfaces:\n- name: eth0\n  ipv4: {enabled: true, address: [{ip: 192.0.2.5, prefix-length: 24}]}\n",
-		want:    map[string]Spec{},
+		want:    map[string]Spec{"eth0": eth0DHCP},
+	}, {
+		// A new client option would mean a new client and lease: turning
+		// auto-dns off must not reset the custom hostname.
+		name: "keys a section leaves out keep their values",
+		prev: map[string]Spec{"eth0": {Interface: "eth0",
+			V4: &Family4{DHCP: true, Auto: Auto{DNS: true, Gateway: false, Routes: true, Table: 100, TableSet: true, Metric: 50, MetricSet: true},
+				ClientID: "mac", SendHostname: true, Hostname: "n1"},
+			V6: &Family6{DHCP: true, Autoconf: true, Auto: auto4Default, DUID: "ll", SendHostname: true, Hostname: "n1"}}},
+		applied: `interfaces:
+- name: eth0
+  ipv4: {enabled: true, dhcp: true, auto-dns: false}
+  ipv6: {enabled: true, dhcp: true, autoconf: true, auto-dns: false}
+`,
+		want: map[string]Spec{"eth0": {Interface: "eth0",
+			V4: &Family4{DHCP: true, Auto: Auto{DNS: false, Gateway: false, Routes: true, Table: 100, TableSet: true, Metric: 50, MetricSet: true},
+				ClientID: "mac", SendHostname: true, Hostname: "n1"},
+			V6: &Family6{DHCP: true, Autoconf: true, Auto: Auto{DNS: false, Gateway: true, Routes: true, Table: MainTable, Metric: DefaultRouteMetric},
+				DUID: "ll", SendHostname: true, Hostname: "n1"}}},
+	}, {
+		name:    "auto-route-table-id 0 goes back to the main table",
+		prev:    map[string]Spec{"eth0": {Interface: "eth0", V4: &Family4{DHCP: true, Auto: Auto{DNS: true, Gateway: true, Routes: true, Table: 100, TableSet: true, Metric: DefaultRouteMetric}, SendHostname: true}}},
+		applied: "interfaces:\n- name: eth0\n  ipv4: {enabled: true, dhcp: true, auto-route-table-id: 0}\n",
+		want:    map[string]Spec{"eth0": eth0DHCP},
 	}, {
 		name:    "absent interface loses its spec",
 		prev:    map[string]Spec{"eth0": eth0DHCP},

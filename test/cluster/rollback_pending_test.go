@@ -27,7 +27,9 @@ func expectRollback(t *testing.T, name, desired string) {
 	c := sharedLab(t)
 	nl := c.netlink(t, rollbackNode)
 	resolv := c.node(t, rollbackNode).ResolvConf
-	before := snapshot(t, nl)
+	// What earlier tests started (a DHCPv6 client on eth1) must have
+	// settled, or "before" is a moment of a node still changing.
+	before := settled(t, nl)
 	resolvBefore, err := os.ReadFile(resolv)
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +134,24 @@ routes:
 		}
 	}
 	t.Errorf("node %s: no default route via 192.0.2.254 in table 100 after Available; routes:\n%s", rollbackNode, strings.Join(s.Routes, "\n"))
+}
+
+// settled waits until the node's addresses and routes stay the same for
+// 3 s and returns them.
+func settled(t *testing.T, nl *netlink.Handle) netSnapshot {
+	t.Helper()
+	s := snapshot(t, nl)
+	same := time.Now()
+	for deadline := time.Now().Add(time.Minute); time.Since(same) < 3*time.Second; {
+		if time.Now().After(deadline) {
+			t.Fatalf("node network still changing after a minute; last:\n%v", s)
+		}
+		time.Sleep(250 * time.Millisecond)
+		if next := snapshot(t, nl); !cmp.Equal(s, next) {
+			s, same = next, time.Now()
+		}
+	}
+	return s
 }
 
 // resolver is what a resolv.conf configures: name servers and search
