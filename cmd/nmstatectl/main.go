@@ -69,6 +69,7 @@ func newRootCmd() *cobra.Command {
 		newFormatCmd(g),
 		newValidateCmd(g),
 		newPolicyCmd(g),
+		newStatisticCmd(g),
 		newServiceCmd(g),
 		newVersionCmd(),
 		newWatchdogCmd(g),
