@@ -42,8 +42,10 @@ func newHandlerCmdFor(o *handlerOptions) *cobra.Command {
 		Use:   "handler --node NAME",
 		Short: "Run the per-node handler (NodeNetworkState, enactments)",
 		Long: `Run the handler of one node: report the node's network state as its
-NodeNetworkState (event-driven; written only when the state changes) and,
-in later versions, apply the policies that match the node.
+NodeNetworkState (event-driven; written only when the state changes) and
+apply the policies that match the node: one at a time, in name order, each
+under a rollout permit from the controller, with a checkpoint, probes and
+rollback, reported in its NodeNetworkConfigurationEnactment.
 
 API connections are dialed from inside the node's network namespace
 (--dial-netns, default --netns), as a hostNetwork pod reaches the API

@@ -1,7 +1,7 @@
 // Package handler is the per-node side of knmstate: one Handler per node
 // reports the node's network state as its NodeNetworkState (event-driven,
-// written only when the reported state changes) and, in later work,
-// reconciles the policies that match the node.
+// written only when the reported state changes) and reconciles the
+// policies that match the node into its network and their enactments.
 //
 // It owns the node's NodeNetworkState object and the handler's own API
 // connections. It reads the node's network only through the kernel backend
@@ -24,6 +24,17 @@
 // written by someone else is put back. lastSuccessfulUpdateTime moves only
 // when currentState changes, as upstream. See Filter for what is left out
 // and NoNetworkManager for hostNetworkManagerVersion.
+//
+// # Policies
+//
+// PolicyReconciler (one worker per node, so one nmstate transaction at a
+// time) follows docs/rollout.md: the enactment `<node>.<policy>`, the
+// rendered desired state (captures, upstream's default VLAN trunk on
+// linux-bridge ports when the kernel can filter VLANs, features), a
+// rollout permit from the controller, then checkpoint, apply, probes and
+// commit or rollback, with retries and back-off per generation. A pending
+// checkpoint found at start is rolled back first. An Available enactment
+// whose state still holds is not applied again.
 //
 // API connections are dialed from Options.DialNetNS (NetNSDialer), so in
 // the lab a node's handler reaches the API server through the node's own

@@ -290,10 +290,12 @@ func (r *PolicyReconciler) writeStatus(ctx context.Context, e *enactment, gen in
 		// an old rendering must not pass for the new one's.
 		st.Conditions = nil
 		st.DesiredState = shared.State{}
+		st.Features = nil
 		st.PolicyGeneration = gen
 	}
 	if !out.Status.IsZero() {
 		st.DesiredState = out.Status
+		st.Features = out.Features
 	}
 	if out.Captured != nil {
 		st.CapturedStates = out.Captured

@@ -20,6 +20,9 @@ type rendered struct {
 	Status shared.State
 	// Captured is the capture cache to store in the enactment.
 	Captured map[string]shared.NodeNetworkConfigurationEnactmentCapturedState
+	// Features are the nmstate features Desired uses (sorted), for the
+	// enactment's status.features.
+	Features []string
 }
 
 // renderError is a failure to produce the desired state: the user must fix
@@ -114,6 +117,11 @@ func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmsta
 	canon = compact.Bytes()
 	if !apply.IsEmpty(desired) {
 		out.Desired = desired
+		// As upstream, features are a report: a state the statistic
+		// cannot merge fails at apply with the real error.
+		if st, err := nmstate.Statistic(desired, current); err == nil && len(st.Features) > 0 {
+			out.Features = st.Features
+		}
 	}
 	out.Status = shared.State{Raw: canon}
 	return out, nil

@@ -205,3 +205,30 @@ func TestRenderEmpty(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderFeatures(t *testing.T) {
+	tests := []struct {
+		name, desired string
+		want          []string
+	}{
+		{"none", "interfaces: [{name: eth1, type: ethernet, state: up}]", nil},
+		{"routes and dns, sorted", `
+dns-resolver: {config: {server: [192.0.2.1], search: [example.com]}}
+routes: {config: [{destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: eth2}]}
+`, []string{"static-dns-name-server", "static-dns-search", "static-route"}},
+		{"custom dhcp hostname", "interfaces: [{name: eth1, type: ethernet, ipv4: {enabled: true, dhcp: true, dhcp-custom-hostname: n1}}]",
+			[]string{"dhcpv4-custom-hostname"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := renderPolicy(shared.NodeNetworkConfigurationPolicySpec{DesiredState: mustState(t, tt.desired)},
+				mustDecode(t, renderCurrent), nil, renderNow, renderOptions{DefaultBridgeVLANs: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, out.Features); diff != "" {
+				t.Errorf("features (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -40,6 +40,9 @@ type example struct {
 	check func(t *testing.T, c *cluster, node string)
 	// figure logs create → Available; writes counts the API writes.
 	figure, writes bool
+	// features are the enactments' status.features (nmstate's names,
+	// sorted).
+	features []string
 }
 
 // TestExamples rolls the upstream examples out one after the other on the
@@ -57,8 +60,8 @@ func TestExamples(t *testing.T) {
 		{file: "worker-selector.yaml", nodes: workerNodes, check: checkDHCP("eth1")},
 		{file: "static-ip.yaml", nodes: []string{"node02"}, check: checkAddress("eth1", "10.244.0.2/24"), figure: true},
 		{file: "static-ip.yaml", allNodesAs: "static-ip-all-nodes", nodes: allNodes, check: checkAddress("eth1", "10.244.0.2/24"), figure: true, writes: true},
-		{file: "route.yaml", nodes: []string{"node02"}, check: checkRoute},
-		{file: "dns.yaml", nodes: allNodes, check: checkDNS},
+		{file: "route.yaml", nodes: []string{"node02"}, check: checkRoute, features: []string{"static-route"}},
+		{file: "dns.yaml", nodes: allNodes, check: checkDNS, features: []string{"static-dns-name-server", "static-dns-search"}},
 	}
 	for _, ex := range examples {
 		name := strings.TrimSuffix(ex.file, ".yaml")
@@ -79,7 +82,12 @@ func TestExamples(t *testing.T) {
 			c.create(t, p)
 			c.waitPolicy(t, p.Name, shared.NodeNetworkConfigurationPolicyConditionAvailable, 2*time.Minute)
 			took := time.Since(t0)
-			c.waitEnactments(t, p.Name, ex.nodes, 30*time.Second, phaseAvailable)
+			es := c.waitEnactments(t, p.Name, ex.nodes, 30*time.Second, phaseAvailable)
+			for _, e := range es {
+				if !slices.Equal(e.Status.Features, ex.features) {
+					t.Errorf("enactment %s: status.features %q, want %q", e.Name, e.Status.Features, ex.features)
+				}
+			}
 			if ex.figure {
 				t.Logf("FIGURE rollout-time: %s on %d node(s): NNCP create -> Available %v (50 ms polling)", p.Name, len(ex.nodes), took.Round(time.Millisecond))
 			}
