@@ -9,12 +9,7 @@
 // through netlink in their namespaces. They own only the labs they start
 // (named after the test process) and never touch this machine's network.
 //
-// Tests that need policy enactments live in *_pending_test.go files behind
-// the build tag cluster_pending until the handler's policy reconciler is
-// wired into `knmstate handler`:
-//
-//	go test ./test/cluster/                      # NNS and lab tests
-//	go test -tags cluster_pending ./test/cluster/ # everything
+// They run in `make test` (go test ./test/cluster/, about 2.5 minutes).
 //
 // -args -cluster.knmstate=PATH runs the lab with a prebuilt knmstate binary
 // instead of building cmd/knmstate. Closing-note figures are logged as

@@ -1,5 +1,3 @@
-//go:build cluster_pending && linux
-
 package cluster
 
 import (
