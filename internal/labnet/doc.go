@@ -22,7 +22,10 @@
 // The defaults are 192.0.2.1/24 and 2001:db8::1/64 on the bridge, DHCPv4
 // .100-.199 and DHCPv6 ::100-::1ff with 2 minute leases, router
 // advertisements with the A flag (SLAAC) and M flag (DHCPv6) on the /64,
-// and DNS for lab.example answered locally, never forwarded.
+// and DNS for lab.example answered locally, never forwarded. The bridge
+// has IPv6 forwarding on, as the router it advertises itself as would, so
+// its neighbour advertisements carry the Router flag and the nodes keep
+// their RA default route when they confirm the gateway's reachability.
 //
 // It does not configure the nodes' NICs: that is the job of the code under
 // test (the node runtime, the kernel backend).

@@ -217,6 +217,18 @@ func (s *Switch) addBridge() error {
 	if err := s.NS.Netlink.LinkAdd(br); err != nil {
 		return fmt.Errorf("%s: creating bridge %s: %w", s.NS.Name, BridgeName, err)
 	}
+	// The switch advertises itself as the IPv6 default router, so it must
+	// also answer neighbour solicitations as one: the kernel sets the
+	// Router flag of its neighbour advertisements only on an interface
+	// that forwards. Without it every NUD probe of the gateway (about
+	// every 30 s) tells the nodes' kernels that the router became a host,
+	// they delete the RA default route, and the next advertisement adds
+	// it back: a route flapping on every node of an idle lab, which no
+	// real router causes. Only this namespace's br0 forwards; it has no
+	// other interface to route to.
+	if err := s.NS.Sysctl("net/ipv6/conf/"+BridgeName+"/forwarding", "1"); err != nil {
+		return err
+	}
 	// Gateway addresses before dnsmasq starts: it binds to them.
 	for _, p := range []netip.Prefix{s.Options.Gateway4, s.Options.Gateway6} {
 		a := &netlink.Addr{IPNet: prefixIPNet(p)}
