@@ -30,6 +30,9 @@ import (
 // apiName is the API server's name in the lab's DNS zone.
 const apiName = "api"
 
+// apiHost is the API server's fully qualified name in the lab's DNS.
+const apiHost = apiName + ".lab.example"
+
 // componentNamespace is where knmstate's components live in a cluster.
 const componentNamespace = "nmstate"
 
@@ -162,7 +165,6 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 	// The switch first: the API server binds to its gateway address.
 	t := time.Now()
 	gw4 := netip.MustParsePrefix("192.0.2.1/24")
-	apiHost := apiName + ".lab.example"
 	var extra []string
 	nodes := make([]NodeState, o.Nodes)
 	for i := range nodes {
@@ -459,6 +461,14 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 		// applies hand it their dynamic settings.
 		if strings.Contains(help, "--runtime-state-dir") && o.Nmstatectl != "" && o.Nmstatectl != NoNodeRuntime {
 			args = append(args, "--runtime-state-dir", filepath.Join(dir, "noded"))
+		}
+		// The DNS probe asks for a name the lab's own DNS serves (the lab
+		// has no Internet, so upstream's root-servers.net never resolves:
+		// the probe would fail its check before every apply, cost a second
+		// each time and never guard a DNS change). HandlerArgs come after
+		// and may override it.
+		if strings.Contains(help, "--probe-dns-host") {
+			args = append(args, "--probe-dns-host="+apiHost)
 		}
 		args = append(args, o.HandlerArgs...)
 		start(&proc{name: "handler/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: o.Binary, args: args,
