@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,7 +122,11 @@ func runService(ctx context.Context, stderr io.Writer, o *serviceOptions) error 
 	case <-rt.Ready():
 	}
 
-	watchPendingCheckpoint(ctx, log, o.stateDir)
+	booted, err := bootTime()
+	if err != nil {
+		log.Error("reading the boot time; a checkpoint from before boot waits for its deadline", "error", err)
+	}
+	guardPendingCheckpoint(ctx, log, o.stateDir, booted)
 
 	results, err := noded.ApplyDir(ctx, o.configDir, func(ctx context.Context, path string, desired *nmstate.State) error {
 		return serviceApply(ctx, kb, rt, o, desired)
@@ -150,9 +155,14 @@ func serviceApply(ctx context.Context, kb *kernel.Backend, rt *noded.Runtime, o 
 	return err
 }
 
-// watchPendingCheckpoint guards a checkpoint left pending (its watchdog
-// process may be gone after a reboot) until it is committed or rolled back.
-func watchPendingCheckpoint(ctx context.Context, log *slog.Logger, stateDir string) {
+// guardPendingCheckpoint deals with a checkpoint left pending. One made
+// before the machine booted is rolled back at once: the apply that made
+// it, its watchdog and whoever would have committed it are gone, as
+// NetworkManager's checkpoints are at boot. Otherwise (the service
+// restarted while an apply waits for its commit) it is guarded until it is
+// committed or its deadline passes, so the apply's user can still commit.
+// A zero booted means unknown: the checkpoint is guarded.
+func guardPendingCheckpoint(ctx context.Context, log *slog.Logger, stateDir string, booted time.Time) {
 	rec, err := apply.ReadCheckpoint(stateDir)
 	if errors.Is(err, apply.ErrNoCheckpoint) {
 		return
@@ -164,6 +174,20 @@ func watchPendingCheckpoint(ctx context.Context, log *slog.Logger, stateDir stri
 	open := func(ctx context.Context, rec *apply.Checkpoint) (apply.Backend, func(), error) {
 		return openNode(ctx, checkpointNode(rec), stateDir, os.Stderr)
 	}
+	if !booted.IsZero() && rec.Created.Before(booted) {
+		b, closeFn, err := open(ctx, rec)
+		if err != nil {
+			log.Error("rolling back a checkpoint from before boot", "checkpoint", rec.ID, "error", err)
+			return
+		}
+		defer closeFn()
+		if _, err := apply.RollbackWithOptions(ctx, b, stateDir, apply.RollbackOptions{}); err != nil {
+			log.Error("rolling back a checkpoint from before boot", "checkpoint", rec.ID, "error", err)
+			return
+		}
+		log.Info("checkpoint from before boot rolled back", "checkpoint", rec.ID, "created", rec.Created, "booted", booted)
+		return
+	}
 	go func() {
 		rolled, err := apply.Watch(ctx, stateDir, rec.ID, open, apply.RollbackOptions{}, 0)
 		switch {
@@ -173,6 +197,24 @@ func watchPendingCheckpoint(ctx context.Context, log *slog.Logger, stateDir stri
 			log.Info("checkpoint not committed in time: rolled back", "checkpoint", rec.ID)
 		}
 	}()
+}
+
+// bootTime is when the machine booted (btime of /proc/stat).
+func bootTime() (time.Time, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, fmt.Errorf("boot time: %w", err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("boot time: /proc/stat btime %q: %w", v, err)
+			}
+			return time.Unix(secs, 0), nil
+		}
+	}
+	return time.Time{}, errors.New("boot time: no btime in /proc/stat")
 }
 
 // runtimeFollower connects a one-off apply (nmstatectl apply, rollback) to

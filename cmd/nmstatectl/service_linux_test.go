@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -292,3 +293,64 @@ func TestOneOffApplyFollowedByRuntime(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceRollsBackCheckpointFromBeforeBoot: a checkpoint pending since
+// before the machine booted is rolled back when the service starts, long
+// before its deadline; the apply's address on eth1 goes.
+func TestServiceRollsBackCheckpointFromBeforeBoot(t *testing.T) {
+	_, node := serviceLab(t)
+	stateDir, configDir := t.TempDir(), t.TempDir()
+	n := nodeAddr{netns: node.NS.Path, resolvConf: node.ResolvConf}
+	ctx := t.Context()
+	kb, err := openKernel(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kb.Close()
+	desired, err := nmstate.Decode([]byte("interfaces:\n- name: eth1\n  ipv4: {enabled: true, address: [{ip: 198.51.100.7, prefix-length: 24}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Made in 2000 with a deadline a century later: only its age can
+	// explain a rollback within the test.
+	made := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	res, err := apply.Apply(ctx, kb, desired, apply.Options{StateDir: stateDir, NetNS: n.netns, ResolvConf: n.resolvConf,
+		NoCommit: true, Timeout: 100 * 365 * 24 * time.Hour, Now: func() time.Time { return made }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ipv4Of(t, node, "eth1"); !slices.Contains(got, "198.51.100.7/24") {
+		t.Fatalf("eth1 IPv4 %v after the apply, want 198.51.100.7/24", got)
+	}
+	_, log := startService(t, node, stateDir, configDir)
+	serviceWaitFor(t, 20*time.Second, log, func() string {
+		if _, err := apply.ReadCheckpoint(stateDir); err == nil {
+			return "checkpoint " + res.Checkpoint + " still pending"
+		}
+		if got := ipv4Of(t, node, "eth1"); slices.Contains(got, "198.51.100.7/24") {
+			return fmt.Sprintf("eth1 IPv4 %v still has the apply's address", got)
+		}
+		return ""
+	})
+	if !strings.Contains(log.String(), "checkpoint from before boot rolled back") {
+		t.Errorf("service log does not say why the checkpoint was rolled back:\n%s", log)
+	}
+}
+
+func ipv4Of(t *testing.T, node *labnet.Node, ifname string) []string {
+	t.Helper()
+	link, err := node.NS.Netlink.LinkByName(ifname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := node.NS.Netlink.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range addrs {
+		out = append(out, a.IPNet.String())
+	}
+	return out
+}
+
