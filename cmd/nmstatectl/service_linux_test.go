@@ -353,4 +353,3 @@ func ipv4Of(t *testing.T, node *labnet.Node, ifname string) []string {
 	}
 	return out
 }
-
