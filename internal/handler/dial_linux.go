@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"runtime"
 	"time"
 
-	"github.com/vishvananda/netns"
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // NetNSDialer opens TCP connections from inside a network namespace, as a
@@ -59,68 +58,18 @@ func (d *NetNSDialer) DialContext(ctx context.Context, network, address string) 
 	return nil, fmt.Errorf("dialing %s from network namespace %s: %w", address, d.Path, errors.Join(errs...))
 }
 
-// dialOne dials one literal address on a locked thread inside the
-// namespace. FallbackDelay < 0 keeps the standard dialer from racing
-// address families on other goroutines (other threads).
+// dialOne dials one literal address from inside the namespace.
+// FallbackDelay < 0 keeps the standard dialer from racing address
+// families on other goroutines (other threads, outside the namespace).
 func (d *NetNSDialer) dialOne(ctx context.Context, network, address string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		clean := false
-		defer func() {
-			// A thread that may still be in the namespace stays locked, so
-			// the runtime discards it with the goroutine.
-			if clean {
-				runtime.UnlockOSThread()
-			}
-		}()
-		c, ok, err := d.dialLocked(ctx, network, address)
-		clean = ok
-		done <- result{c, err}
-	}()
-	r := <-done
-	return r.c, r.err
-}
-
-// dialLocked runs on the locked thread; ok reports that the thread is
-// back in its original namespace.
-func (d *NetNSDialer) dialLocked(ctx context.Context, network, address string) (net.Conn, bool, error) {
-	orig, err := netns.Get()
-	if err != nil {
-		return nil, false, fmt.Errorf("reading the thread's network namespace: %w", err)
-	}
-	defer orig.Close()
-	target, err := netns.GetFromPath(nsFile(d.Path))
-	if err != nil {
-		return nil, true, fmt.Errorf("opening network namespace: %w", err)
-	}
-	defer target.Close()
-	if err := netns.Set(target); err != nil {
-		return nil, netns.Set(orig) == nil, fmt.Errorf("entering network namespace: %w", err)
-	}
-	dl := net.Dialer{Timeout: or(d.Timeout, 30*time.Second), KeepAlive: or(d.KeepAlive, 30*time.Second), FallbackDelay: -1}
-	c, derr := dl.DialContext(ctx, network, address)
-	if err := netns.Set(orig); err != nil {
-		if c != nil {
-			c.Close()
-		}
-		return nil, false, fmt.Errorf("leaving network namespace: %w", err)
-	}
-	return c, true, derr
-}
-
-// nsFile turns a namespace name into a path, as the kernel backend does.
-func nsFile(name string) string {
-	for _, c := range name {
-		if c == '/' {
-			return name
-		}
-	}
-	return "/run/netns/" + name
+	var c net.Conn
+	err := nsrun.DoPath(d.Path, func() error {
+		dl := net.Dialer{Timeout: or(d.Timeout, 30*time.Second), KeepAlive: or(d.KeepAlive, 30*time.Second), FallbackDelay: -1}
+		var err error
+		c, err = dl.DialContext(ctx, network, address)
+		return err
+	})
+	return c, err
 }
 
 func or(d, def time.Duration) time.Duration {

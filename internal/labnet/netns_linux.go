@@ -3,24 +3,19 @@ package labnet
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
+
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // Prefix starts the name of every namespace this package creates, so a
 // leftover one (from a killed process) is easy to recognise and remove.
 const Prefix = "knml-"
-
-// runDir is where named namespaces are bind-mounted, as iproute2 does, so
-// `ip netns exec` works on them for debugging.
-const runDir = "/run/netns"
 
 // NS is one named network namespace created by this package.
 type NS struct {
@@ -32,6 +27,10 @@ type NS struct {
 	Handle netns.NsHandle
 	// Netlink is a netlink handle whose socket lives in the namespace.
 	Netlink *netlink.Handle
+
+	// own is set once this package made the namespace file: only then
+	// does close remove it.
+	own bool
 }
 
 // newNS creates a named namespace with loopback up: Prefix+name, or
@@ -46,13 +45,13 @@ func newNS(name string) (_ *NS, err error) {
 		name = hex.EncodeToString(b)
 	}
 	n := &NS{Name: Prefix + name, Handle: netns.None()}
-	n.Path = filepath.Join(runDir, n.Name)
+	n.Path = nsrun.File(n.Name)
 	defer func() {
 		if err != nil {
 			_ = n.close()
 		}
 	}()
-	if err := createNS(n.Path); err != nil {
+	if n.own, err = nsrun.Create(n.Path); err != nil {
 		return nil, fmt.Errorf("creating namespace %s: %w", n.Name, err)
 	}
 	if n.Handle, err = netns.GetFromPath(n.Path); err != nil {
@@ -68,37 +67,13 @@ func newNS(name string) (_ *NS, err error) {
 }
 
 // Do runs f on a locked OS thread switched into the namespace and waits
-// for it. Sockets and child processes f creates stay in the namespace. f
-// runs on another goroutine; goroutines it starts do not inherit the
-// namespace. If switching back fails the thread stays locked, so the
-// runtime discards it instead of reusing it.
+// for it (nsrun.Do). Sockets and child processes f creates stay in the
+// namespace; goroutines it starts do not inherit it.
 func (n *NS) Do(f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		errc <- n.doLocked(f)
-	}()
-	return <-errc
-}
-
-func (n *NS) doLocked(f func() error) (err error) {
-	orig, err := netns.Get()
-	if err != nil {
-		return fmt.Errorf("reading the thread's namespace: %w", err)
+	if err := nsrun.Do(n.Handle, f); err != nil {
+		return fmt.Errorf("namespace %s: %w", n.Name, err)
 	}
-	defer orig.Close()
-	if err := netns.Set(n.Handle); err != nil {
-		return fmt.Errorf("entering namespace %s: %w", n.Name, err)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic in namespace %s: %v", n.Name, p)
-		}
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	return f()
+	return nil
 }
 
 // Sysctl writes value to the namespace's own /proc/sys/<key> (key in
@@ -136,62 +111,12 @@ func (n *NS) close() error {
 		n.Handle.Close()
 		n.Handle = netns.None()
 	}
-	if err := removeNS(n.Path); err != nil {
-		return fmt.Errorf("removing namespace %s: %w", n.Name, err)
-	}
-	return nil
-}
-
-// createNS makes a new network namespace and bind-mounts it at path, from
-// a dedicated locked thread that is switched back afterwards.
-func createNS(path string) error {
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
-	if err != nil {
-		return err
-	}
-	f.Close()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		errc <- unshareAndMount(path)
-	}()
-	return <-errc
-}
-
-func unshareAndMount(path string) error {
-	orig, err := netns.Get()
-	if err != nil {
-		return fmt.Errorf("reading the thread's namespace: %w", err)
-	}
-	defer orig.Close()
-	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("unshare: %w", err)
-	}
-	defer func() {
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	src := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
-	if err := unix.Mount(src, path, "none", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind mount on %s: %w", path, err)
-	}
-	return nil
-}
-
-// removeNS unmounts and deletes a namespace file; what is gone is fine.
-func removeNS(path string) error {
-	if path == "" {
+	if !n.own {
 		return nil
 	}
-	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unmount: %w", err)
+	if err := nsrun.Remove(n.Path); err != nil {
+		return fmt.Errorf("removing namespace %s: %w", n.Name, err)
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
+	n.own = false
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // nameSep separates a lab's name from the rest of its namespace names. It
@@ -229,12 +231,12 @@ func Namespaces(lab string) ([]string, error) {
 	if err := ValidateName(lab); err != nil {
 		return nil, fmt.Errorf("lab name: %w", err)
 	}
-	ents, err := os.ReadDir(runDir)
+	ents, err := os.ReadDir(nsrun.RunDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", runDir, err)
+		return nil, fmt.Errorf("listing %s: %w", nsrun.RunDir, err)
 	}
 	var out []string
 	for _, e := range ents {
@@ -282,7 +284,7 @@ func Sweep(lab, dir string) error {
 	}
 	var errs []error
 	for _, name := range names {
-		path := filepath.Join(runDir, name)
+		path := filepath.Join(nsrun.RunDir, name)
 		pids, err := ProcessesIn(path)
 		if err != nil {
 			errs = append(errs, err)
@@ -300,7 +302,7 @@ func Sweep(lab, dir string) error {
 		}
 	}
 	for _, name := range names {
-		if err := removeNS(filepath.Join(runDir, name)); err != nil {
+		if err := nsrun.Remove(nsrun.File(name)); err != nil {
 			errs = append(errs, fmt.Errorf("removing namespace %s: %w", name, err))
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,15 +14,13 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // Prefix starts the name of every namespace this package creates, so a
 // leftover one (from a killed test binary) is easy to recognise.
 const Prefix = "knmt-"
-
-// runDir is where named namespaces are bind-mounted, as iproute2 does, so
-// `ip netns exec` works on them while a test is paused.
-const runDir = "/run/netns"
 
 // NS is one throw-away named network namespace.
 type NS struct {
@@ -51,7 +48,7 @@ func New(t testing.TB) *NS {
 	if err != nil {
 		t.Fatalf("nstest: %v", err)
 	}
-	n := &NS{Name: name, Path: filepath.Join(runDir, name), Handle: netns.None()}
+	n := &NS{Name: name, Path: nsrun.File(name), Handle: netns.None()}
 	created := false // never remove a file this call did not make
 	// Registered first so a failure anywhere below still removes what exists.
 	t.Cleanup(func() {
@@ -64,7 +61,7 @@ func New(t testing.TB) *NS {
 		if !created {
 			return
 		}
-		if err := remove(n.Path); err != nil {
+		if err := nsrun.Remove(n.Path); err != nil {
 			t.Errorf("nstest: removing namespace %s: %v", n.Name, err)
 		}
 	})
@@ -75,7 +72,7 @@ func New(t testing.TB) *NS {
 	if err != nil {
 		t.Logf("nstest: sweeping stale namespaces: %v", err)
 	}
-	if err := create(n.Path, &created); err != nil {
+	if created, err = nsrun.Create(n.Path); err != nil {
 		t.Fatalf("nstest: creating namespace %s (needs root): %v", n.Name, err)
 	}
 	h, err := netns.GetFromPath(n.Path)
@@ -102,33 +99,10 @@ func New(t testing.TB) *NS {
 // namespace. The thread is switched back afterwards; if that fails it is
 // left locked, so the runtime discards it rather than reuse it.
 func (n *NS) Do(f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		errc <- n.doLocked(f)
-	}()
-	return <-errc
-}
-
-func (n *NS) doLocked(f func() error) (err error) {
-	orig, err := netns.Get()
-	if err != nil {
-		return fmt.Errorf("reading the thread's namespace: %w", err)
+	if err := nsrun.Do(n.Handle, f); err != nil {
+		return fmt.Errorf("namespace %s: %w", n.Name, err)
 	}
-	defer orig.Close()
-	if err := netns.Set(n.Handle); err != nil {
-		runtime.UnlockOSThread() // a failed setns leaves the thread where it was
-		return fmt.Errorf("entering namespace %s: %w", n.Name, err)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic in namespace %s: %v", n.Name, p)
-		}
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	return f()
+	return nil
 }
 
 // LinkUp sets the named link in the namespace administratively up.
@@ -179,7 +153,7 @@ func uniqueName() (string, error) {
 // longer exist, and returns their names. Namespaces of live processes,
 // including other test binaries running now, are left alone.
 func sweepStale() ([]string, error) {
-	entries, err := os.ReadDir(runDir)
+	entries, err := os.ReadDir(nsrun.RunDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -203,65 +177,10 @@ func sweepStale() ([]string, error) {
 		if err := unix.Kill(pid, 0); !errors.Is(err, unix.ESRCH) {
 			continue // alive, or not ours to judge
 		}
-		if err := remove(filepath.Join(runDir, e.Name())); err != nil {
+		if err := nsrun.Remove(filepath.Join(nsrun.RunDir, e.Name())); err != nil {
 			return removed, fmt.Errorf("removing stale namespace %s: %w", e.Name(), err)
 		}
 		removed = append(removed, e.Name())
 	}
 	return removed, nil
-}
-
-// create makes a new network namespace and bind-mounts it at path. The
-// unshare happens on a dedicated locked thread that is switched back to its
-// original namespace afterwards; if that fails the thread stays locked and
-// the runtime discards it, so no other code ever runs there by accident.
-// It sets *created once the file exists, so the caller knows to remove it.
-func create(path string, created *bool) error {
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
-	if err != nil {
-		return err
-	}
-	*created = true
-	f.Close()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		errc <- unshareAndMount(path)
-	}()
-	return <-errc
-}
-
-func unshareAndMount(path string) error {
-	orig, err := netns.Get()
-	if err != nil {
-		return fmt.Errorf("reading the thread's namespace: %w", err)
-	}
-	defer orig.Close()
-	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("unshare: %w", err)
-	}
-	defer func() {
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	src := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
-	if err := unix.Mount(src, path, "none", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind mount on %s: %w", path, err)
-	}
-	return nil
-}
-
-// remove unmounts and deletes a namespace file; what is already gone is fine.
-func remove(path string) error {
-	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unmount: %w", err)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
 }

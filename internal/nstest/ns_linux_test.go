@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // ioDeadline only bounds a broken exchange so the test fails instead of
@@ -91,16 +92,16 @@ func TestNewSweepsNamespacesOfExitedProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadPID := cmd.Process.Pid
-	stale := filepath.Join(runDir, fmt.Sprintf("%s%d-deadbeef", Prefix, deadPID))
-	live := filepath.Join(runDir, fmt.Sprintf("%s%d-deadbeef", Prefix, os.Getppid()))
+	stale := filepath.Join(nsrun.RunDir, fmt.Sprintf("%s%d-deadbeef", Prefix, deadPID))
+	live := filepath.Join(nsrun.RunDir, fmt.Sprintf("%s%d-deadbeef", Prefix, os.Getppid()))
 	for _, p := range []string{stale, live} {
-		created := false
+		created, err := nsrun.Create(p)
 		t.Cleanup(func() {
 			if created {
-				remove(p)
+				nsrun.Remove(p)
 			}
 		})
-		if err := create(p, &created); err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,54 +155,6 @@ func TestDoReturnsErrorsAndPanics(t *testing.T) {
 	err := n.Do(func() error { panic("boom") })
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("Do after a panic returned %v, want an error naming the panic", err)
-	}
-}
-
-// The thread Do used must be back in its original namespace afterwards,
-// even when f fails or panics; checked on one locked thread so the result
-// does not depend on which thread the scheduler picks.
-func TestDoSwitchesTheThreadBack(t *testing.T) {
-	n := New(t)
-	for _, tc := range []struct {
-		name string
-		f    func() error
-	}{
-		{"ok", func() error { return nil }},
-		{"error", func() error { return errors.New("fails") }},
-		{"panic", func() error { panic("boom") }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			done := make(chan error, 1)
-			go func() {
-				// Locked twice: doLocked undoes one lock on success (as Do's
-				// goroutine expects), the other keeps this goroutine on the
-				// same thread for the check below.
-				runtime.LockOSThread()
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				before, err := netns.Get()
-				if err != nil {
-					done <- err
-					return
-				}
-				defer before.Close()
-				_ = n.doLocked(tc.f)
-				after, err := netns.Get()
-				if err != nil {
-					done <- err
-					return
-				}
-				defer after.Close()
-				if !after.Equal(before) {
-					done <- errors.New("thread left in namespace " + after.String())
-					return
-				}
-				done <- nil
-			}()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		})
 	}
 }
 

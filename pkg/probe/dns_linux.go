@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // DefaultDNSHost is upstream's default probe name: an NS lookup of the
@@ -61,7 +63,7 @@ func lookup(ctx context.Context, netns string, server netip.Addr, host string) e
 	fqdn := strings.TrimSuffix(host, ".") + "."
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var c net.Conn
-		err := inNetNS(netns, func() error {
+		err := nsrun.DoPath(netns, func() error {
 			s := server
 			// A link-local server's zone names an interface of the node:
 			// use its index, resolved here.

@@ -16,6 +16,8 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
+
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // Ping sends one ICMP echo request to addr through iface from inside the
@@ -51,7 +53,7 @@ func Ping(ctx context.Context, netns string, addr netip.Addr, iface string) erro
 	if zone == "" {
 		zone = iface
 	}
-	if err := inNetNS(netns, func() error {
+	if err := nsrun.DoPath(netns, func() error {
 		// A zone names an interface of the namespace: resolve it here,
 		// where the name means the node's interface, to its index (a
 		// name would be looked up in whatever namespace sends).

@@ -15,6 +15,8 @@ import (
 	"github.com/mdlayher/packet"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // requested4 are the options asked for in every DHCPv4 request.
@@ -68,7 +70,7 @@ func newExchanger4(cfg Config) (*exchanger4, error) {
 	)
 	// Everything that resolves the interface or creates a socket happens
 	// inside the namespace.
-	err = inNamespace(cfg.Namespace, func() error {
+	err = nsrun.Do(cfg.Namespace, func() error {
 		ifi, err := net.InterfaceByName(cfg.Interface)
 		if err != nil {
 			return err

@@ -14,6 +14,8 @@ import (
 	"github.com/insomniacslk/dhcp/iana"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // Start6 starts acquiring an IA_NA address on cfg.Interface inside
@@ -52,7 +54,7 @@ func newExchanger6(cfg Config) (*exchanger6, error) {
 		timeout = 2 * time.Second
 	}
 	var mac net.HardwareAddr
-	err := inNamespace(cfg.Namespace, func() error {
+	err := nsrun.Do(cfg.Namespace, func() error {
 		ifi, err := net.InterfaceByName(cfg.Interface)
 		if err != nil {
 			return err
@@ -92,7 +94,7 @@ func (e *exchanger6) open(ctx context.Context) error {
 	if err := waitLinkLocal(ctx, e.cfg.Namespace, e.cfg.Interface); err != nil {
 		return err
 	}
-	return inNamespace(e.cfg.Namespace, func() error {
+	return nsrun.Do(e.cfg.Namespace, func() error {
 		c, err := nclient6.New(e.cfg.Interface, nclient6.WithTimeout(e.timeout), nclient6.WithRetry(4))
 		if err != nil {
 			return fmt.Errorf("dhcpv6 socket on %s: %w", e.cfg.Interface, err)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/knmstate/knmstate/internal/nsrun"
 )
 
 // SolicitRouters sends one ICMPv6 Router Solicitation on ifname in ns, so
@@ -17,7 +19,7 @@ import (
 // interface without a usable one yet fails with EADDRNOTAVAIL: the
 // kernel solicits by itself once it has one).
 func SolicitRouters(ns netns.NsHandle, ifname string) error {
-	return inNamespace(ns, func() error {
+	return nsrun.Do(ns, func() error {
 		ifi, err := net.InterfaceByName(ifname)
 		if err != nil {
 			return fmt.Errorf("router solicitation on %s: %w", ifname, err)
