@@ -278,7 +278,7 @@ func TestKernelNoCommitThenCommitKeeps(t *testing.T) {
 
 func TestKernelHostnameAndDNSRollBack(t *testing.T) {
 	n := newKernelNode(t)
-	uts := testUTSNS(t, "node-before")
+	uts := nstest.UTS(t, "node-before")
 	resolv := filepath.Join(t.TempDir(), "resolv.conf")
 	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\nsearch before.test\n"), 0o644); err != nil {
 		t.Fatal(err)

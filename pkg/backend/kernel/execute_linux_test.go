@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/knmstate/knmstate/pkg/nmstate/statetest"
+
+	"github.com/knmstate/knmstate/internal/nstest"
 )
 
 func execute(t *testing.T, b *Backend, ops ...nmstate.Op) {
@@ -68,7 +70,7 @@ func buildOps() []nmstate.Op {
 
 func TestExecuteBuildShowAndRepeat(t *testing.T) {
 	resolv := filepath.Join(t.TempDir(), "resolv.conf")
-	uts := newUTSNS(t, "node-a")
+	uts := nstest.UTS(t, "node-a")
 	_, b := openNS(t, Options{ResolvConf: resolv, UTSNS: uts})
 	ops := buildOps()
 	execute(t, b, ops...)

@@ -374,7 +374,7 @@ func TestShowDNS(t *testing.T) {
 }
 
 func TestShowHostname(t *testing.T) {
-	uts := newUTSNS(t, "node-a")
+	uts := nstest.UTS(t, "node-a")
 	_, b := openNS(t, Options{UTSNS: uts})
 	want := &nmstate.Hostname{Running: statetest.Ptr("node-a"), Config: statetest.Ptr("node-a")}
 	if diff := cmp.Diff(want, show(t, b).Hostname); diff != "" {

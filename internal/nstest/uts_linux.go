@@ -1,4 +1,4 @@
-package kernel
+package nstest
 
 import (
 	"errors"
@@ -11,11 +11,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// newUTSNS creates a UTS namespace with the given hostname, kept alive by a
-// bind mount on a temporary file, and returns that file's path. The
-// unshare happens on a locked thread that is switched back afterwards (and
-// discarded if that fails), so this machine's hostname is never touched.
-func newUTSNS(t *testing.T, hostname string) string {
+// UTS creates a UTS namespace whose hostname is hostname, kept alive by a
+// bind mount on a file in the test's temp dir (unmounted at cleanup), and
+// returns that file's path. The unshare happens on a locked thread that
+// is switched back afterwards, or discarded if that fails, so this
+// machine's hostname is never in reach.
+func UTS(t testing.TB, hostname string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "uts")
 	if err := os.WriteFile(path, nil, 0o444); err != nil {
@@ -25,7 +26,7 @@ func newUTSNS(t *testing.T, hostname string) string {
 	t.Cleanup(func() {
 		if mounted {
 			if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
-				t.Errorf("unmounting %s: %v", path, err)
+				t.Errorf("nstest: unmounting %s: %v", path, err)
 			}
 		}
 	})
@@ -60,7 +61,7 @@ func newUTSNS(t *testing.T, hostname string) string {
 		errc <- err
 	}()
 	if err := <-errc; err != nil {
-		t.Fatalf("creating UTS namespace: %v", err)
+		t.Fatalf("nstest: creating UTS namespace: %v", err)
 	}
 	return path
 }
