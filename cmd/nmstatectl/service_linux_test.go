@@ -21,6 +21,8 @@ import (
 	"github.com/knmstate/knmstate/internal/labnet"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
+
+	"github.com/knmstate/knmstate/internal/labnet/labnettest"
 )
 
 // syncBuffer collects the service's log from its goroutine.
@@ -79,25 +81,7 @@ func benchLab(b *testing.B, nics ...string) *labnet.Node {
 
 func newServiceLab(t testing.TB, nics ...string) (*labnet.Switch, *labnet.Node) {
 	t.Helper()
-	var sw *labnet.Switch
-	t.Cleanup(func() {
-		if sw != nil {
-			if err := sw.Close(); err != nil {
-				t.Errorf("closing lab switch: %v", err)
-			}
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var err error
-	if sw, err = labnet.NewSwitch(ctx, labnet.Options{}); err != nil {
-		t.Fatalf("lab switch: %v", err)
-	}
-	node, err := sw.AddNode("node1", nics...)
-	if err != nil {
-		t.Fatalf("lab node: %v", err)
-	}
-	return sw, node
+	return labnettest.New(t, labnet.Options{}, nics...)
 }
 
 // startService runs `nmstatectl service` in-process on the lab node until

@@ -12,6 +12,8 @@ import (
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/vishvananda/netlink"
+
+	"github.com/knmstate/knmstate/internal/labnet/labnettest"
 )
 
 // applyFollowed runs the real apply sequence with the runtime following
@@ -36,7 +38,7 @@ func applyFollowed(t *testing.T, node *labnet.Node, stateDir string, follow Foll
 // Without a runtime, apply acquires the lease once, installs it and warns
 // that nothing renews it; show reports the interface as dhcp: true.
 func TestApplyWithoutRuntimeAcquiresOnce(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	dir := t.TempDir()
 	var mu sync.Mutex
 	var warnings []string
@@ -75,7 +77,7 @@ func TestApplyWithoutRuntimeAcquiresOnce(t *testing.T) {
 // With a runtime running for the state directory, apply submits the state
 // to it, and switching to a static address afterwards stops the client.
 func TestApplyWithRunningRuntimeSubmits(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	dir := t.TempDir()
 	rt := startRuntime(t, node, dir)
 	<-rt.Ready()
@@ -111,7 +113,7 @@ func TestApplyWithRunningRuntimeSubmits(t *testing.T) {
 // sequence (merge, plan, verify), an apply of another interface leaves a
 // DHCP interface's client running, with its options.
 func TestApplyNotTouchingInterfaceKeepsItsClient(t *testing.T) {
-	_, node := newLab(t, labnet.Options{}, "eth0", "eth1")
+	_, node := labnettest.New(t, labnet.Options{}, "eth0", "eth1")
 	dir := t.TempDir()
 	rt := startRuntime(t, node, dir)
 	<-rt.Ready()

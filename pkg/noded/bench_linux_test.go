@@ -13,6 +13,8 @@ import (
 	"github.com/knmstate/knmstate/internal/labnet"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/knmstate/knmstate/internal/labnet/labnettest"
 )
 
 // hasLeasedIPv4 reports whether ifname carries a dynamic IPv4 address.
@@ -52,7 +54,7 @@ func poll(tb testing.TB, within time.Duration, what string, cond func() bool) {
 // address installed in the kernel. Each round ends with dhcp off (release
 // and removal).
 func BenchmarkApplyToAddressDHCPv4(b *testing.B) {
-	_, node := newLab(b, labnet.Options{})
+	_, node := labnettest.New(b, labnet.Options{})
 	rt := startRuntime(b, node, "")
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
@@ -71,7 +73,7 @@ func BenchmarkApplyToAddressDHCPv4(b *testing.B) {
 // addresses flushed. The runtime's router solicitation gets the
 // advertisement at once; DAD (1 probe, 1s) is most of the time.
 func BenchmarkApplyToAddressSLAAC(b *testing.B) {
-	sw, node := newLab(b, labnet.Options{})
+	sw, node := labnettest.New(b, labnet.Options{})
 	rt := startRuntime(b, node, "")
 	prefix := sw.Options.Gateway6.Masked()
 	var total, seen time.Duration
@@ -106,7 +108,7 @@ func BenchmarkRuntimeTenDHCPInterfaces(b *testing.B) {
 	for i := range nics {
 		nics[i] = fmt.Sprintf("eth%d", i)
 	}
-	_, node := newLab(b, labnet.Options{}, nics...)
+	_, node := labnettest.New(b, labnet.Options{}, nics...)
 	var on, off strings.Builder
 	on.WriteString("interfaces:\n")
 	off.WriteString("interfaces:\n")
@@ -161,7 +163,7 @@ func TestTenDHCPInterfaces(t *testing.T) {
 		nics[i] = fmt.Sprintf("eth%d", i)
 		fmt.Fprintf(&y, "- name: %s\n  ipv4: {enabled: true, dhcp: true}\n", nics[i])
 	}
-	_, node := newLab(t, labnet.Options{}, nics...)
+	_, node := labnettest.New(t, labnet.Options{}, nics...)
 	rt := startRuntime(t, node, "")
 	rt.update(t, y.String())
 	seen := map[netip.Prefix]string{}

@@ -18,42 +18,9 @@ import (
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-)
 
-// newLab starts a switch with dnsmasq and one node; removal is registered
-// before anything exists, and dnsmasq's log is printed when the test
-// failed.
-func newLab(tb testing.TB, opts labnet.Options, nics ...string) (*labnet.Switch, *labnet.Node) {
-	tb.Helper()
-	var sw *labnet.Switch
-	tb.Cleanup(func() {
-		if sw == nil {
-			return
-		}
-		if tb.Failed() {
-			if b, err := os.ReadFile(sw.LogPath()); err == nil {
-				tb.Logf("dnsmasq log:\n%s", b)
-			}
-		}
-		if err := sw.Close(); err != nil {
-			tb.Errorf("closing lab switch: %v", err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var err error
-	if sw, err = labnet.NewSwitch(ctx, opts); err != nil {
-		tb.Fatalf("lab switch: %v", err)
-	}
-	if len(nics) == 0 {
-		nics = []string{"eth0"}
-	}
-	node, err := sw.AddNode("node1", nics...)
-	if err != nil {
-		tb.Fatalf("lab node: %v", err)
-	}
-	return sw, node
-}
+	"github.com/knmstate/knmstate/internal/labnet/labnettest"
+)
 
 // openBackend opens the kernel backend of the node (closed at cleanup).
 func openBackend(tb testing.TB, node *labnet.Node) *kernel.Backend {
@@ -237,7 +204,7 @@ func routeText(rs []netlink.Route) []string {
 const dhcp4Eth0 = "interfaces:\n- name: eth0\n  type: ethernet\n  state: up\n  ipv4: {enabled: true, dhcp: true%s}\n"
 
 func TestDHCPv4AddressGatewayAndDNS(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	// A static resolver configuration the dynamic one goes after.
 	if err := os.WriteFile(node.ResolvConf, []byte("nameserver 198.51.100.53\nsearch corp.example\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -317,7 +284,7 @@ func TestDHCPv4AddressGatewayAndDNS(t *testing.T) {
 }
 
 func TestAutoDNSFalseKeepsResolvConf(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	const static = "nameserver 198.51.100.53\n"
 	if err := os.WriteFile(node.ResolvConf, []byte(static), 0o644); err != nil {
 		t.Fatal(err)
@@ -339,7 +306,7 @@ func TestAutoDNSFalseKeepsResolvConf(t *testing.T) {
 }
 
 func TestAutoGatewayFalseInstallsNoDefaultRoute(t *testing.T) {
-	_, node := newLab(t, labnet.Options{DnsmasqExtra: []string{
+	_, node := labnettest.New(t, labnet.Options{DnsmasqExtra: []string{
 		// A classless route alongside the router: the subnet route stays,
 		// only the default route is left out.
 		"dhcp-option=option:classless-static-route,198.51.100.0/24,192.0.2.1,0.0.0.0/0,192.0.2.1",
@@ -360,7 +327,7 @@ func TestAutoGatewayFalseInstallsNoDefaultRoute(t *testing.T) {
 }
 
 func TestAutoRouteTableIDAndMetric(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	rt := startRuntime(t, node, "")
 	rt.update(t, fmt.Sprintf(dhcp4Eth0, ", auto-route-table-id: 100, auto-route-metric: 150"))
 	l := waitLease(t, rt.Runtime, "eth0", 4)
@@ -382,7 +349,7 @@ func TestDHCPv4LeaseIsRenewed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits past half of a 2 minute lease")
 	}
-	sw, node := newLab(t, labnet.Options{LeaseTime: 2 * time.Minute})
+	sw, node := labnettest.New(t, labnet.Options{LeaseTime: 2 * time.Minute})
 	rt := startRuntime(t, node, "")
 	rt.update(t, fmt.Sprintf(dhcp4Eth0, ""))
 	first := waitLease(t, rt.Runtime, "eth0", 4)
@@ -441,7 +408,7 @@ func slaacAddrs(tb testing.TB, node *labnet.Node, ifname string, prefix netip.Pr
 }
 
 func TestIPv6AutoconfAndDHCPv6(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	rt := startRuntime(t, node, "")
 	rt.update(t, "interfaces:\n- name: eth0\n  type: ethernet\n  ipv6: {enabled: true, dhcp: true, autoconf: true}\n")
 	l := waitLease(t, rt.Runtime, "eth0", 6)
@@ -462,7 +429,7 @@ func TestIPv6AutoconfAndDHCPv6(t *testing.T) {
 }
 
 func TestAutoconfFalseStopsSLAAC(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	prefix := sw.Options.Gateway6.Masked()
 	// A fresh namespace does SLAAC by default: the address appears before
 	// the runtime is told anything, which is what autoconf: false must
@@ -492,7 +459,7 @@ func TestAutoconfFalseStopsSLAAC(t *testing.T) {
 }
 
 func TestSwitchDHCPToStatic(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	rt := startRuntime(t, node, "")
 	rt.update(t, fmt.Sprintf(dhcp4Eth0, ""))
 	l := waitLease(t, rt.Runtime, "eth0", 4)
@@ -545,7 +512,7 @@ func TestSwitchDHCPToStatic(t *testing.T) {
 }
 
 func TestUpdateLeavesUntouchedInterfaceClient(t *testing.T) {
-	_, node := newLab(t, labnet.Options{}, "eth0", "eth1")
+	_, node := labnettest.New(t, labnet.Options{}, "eth0", "eth1")
 	rt := startRuntime(t, node, "")
 	rt.update(t, "interfaces:\n- name: eth0\n  ipv4: {enabled: true, dhcp: true}\n- name: eth1\n  ipv4: {enabled: true, dhcp: true}\n")
 	l0 := waitLease(t, rt.Runtime, "eth0", 4)
@@ -571,7 +538,7 @@ func TestUpdateLeavesUntouchedInterfaceClient(t *testing.T) {
 }
 
 func TestRestartTakesOverLease(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	dir := t.TempDir()
 	rt := startRuntime(t, node, dir)
 	rt.update(t, fmt.Sprintf(dhcp4Eth0, ""))
@@ -600,7 +567,7 @@ func TestRestartTakesOverLease(t *testing.T) {
 }
 
 func TestAcquireOnceInstallsAndRecords(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	b := openBackend(t, node)
 	dir := t.TempDir()
 	st, err := nmstate.Decode([]byte(fmt.Sprintf(dhcp4Eth0, "")))
@@ -651,7 +618,7 @@ func TestAcquireOnceInstallsAndRecords(t *testing.T) {
 }
 
 func TestSubmitReachesRunningRuntime(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	dir := t.TempDir()
 	rt := startRuntime(t, node, dir)
 	eventually(t, 30*time.Second, func() string {
@@ -689,7 +656,7 @@ func prefixNet(p netip.Prefix) *net.IPNet {
 // runtime's back loses its client and lease; when it comes back it gets
 // them again.
 func TestInterfaceRemovedAndBack(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{}, "eth0", "eth1")
+	sw, node := labnettest.New(t, labnet.Options{}, "eth0", "eth1")
 	rt := startRuntime(t, node, "")
 	<-rt.Ready()
 	rt.update(t, "interfaces:\n- name: eth1\n  ipv4: {enabled: true, dhcp: true}\n")
@@ -763,7 +730,7 @@ func plugNIC(t *testing.T, sw *labnet.Switch, node *labnet.Node, name string) {
 // does not exist yet (a boot-time bridge, an unplugged NIC) is no error;
 // the client starts when the link appears.
 func TestSpecForMissingInterfaceWaitsForLink(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	rt := startRuntime(t, node, "")
 	<-rt.Ready()
 	rt.update(t, "interfaces:\n- name: eth0\n  ipv4: {enabled: true, dhcp: true}\n- name: eth7\n  ipv4: {enabled: true, dhcp: true}\n  ipv6: {enabled: true, autoconf: true}\n")
@@ -784,7 +751,7 @@ func TestSpecForMissingInterfaceWaitsForLink(t *testing.T) {
 // running DHCP interface removes its default route and keeps the client
 // and lease.
 func TestAutoFlagChangeRefreshesWithoutRestart(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	rt := startRuntime(t, node, "")
 	rt.update(t, fmt.Sprintf(dhcp4Eth0, ""))
 	l := waitLease(t, rt.Runtime, "eth0", 4)
@@ -810,7 +777,7 @@ func TestAutoFlagChangeRefreshesWithoutRestart(t *testing.T) {
 // TestClientIDAndHostnameReachTheServer: dhcp-client-id and
 // dhcp-custom-hostname as the server sees them.
 func TestClientIDAndHostnameReachTheServer(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	rt := startRuntime(t, node, "")
 	rt.update(t, fmt.Sprintf(dhcp4Eth0, ", dhcp-client-id: \"01:02:03:04:05:06:07\", dhcp-custom-hostname: custom1"))
 	l := waitLease(t, rt.Runtime, "eth0", 4)
@@ -870,7 +837,7 @@ func defaultRoutesText(tb testing.TB, node *labnet.Node) []string {
 // must not replace the first one's route, and ending DHCP on the second
 // removes only its own route.
 func TestSecondNICSameSubnetKeepsFirstDefaultRoute(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{}, "eth0", "eth1")
+	sw, node := labnettest.New(t, labnet.Options{}, "eth0", "eth1")
 	gw, _ := sw.Gateways()
 	rt := startRuntime(t, node, "")
 	rt.update(t, fmt.Sprintf(dhcp4Eth0, ""))
@@ -915,7 +882,7 @@ func linkLocalTentative(tb testing.TB, node *labnet.Node, ifname string) bool {
 // link-local address inside the apply and then failed it, and the
 // rollback released the DHCPv4 lease that had just been bound.)
 func TestSlowDADDoesNotFailOrHoldUpdate(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	slowDAD(t, node)
 	rt := startRuntime(t, node, "")
 	rt.update(t, "interfaces:\n- name: eth0\n  type: ethernet\n  state: up\n"+
@@ -942,7 +909,7 @@ func TestSlowDADDoesNotFailOrHoldUpdate(t *testing.T) {
 // true succeeds without any lease yet (verification takes dhcp: true from
 // the runtime record), nothing is rolled back, and the DHCPv4 lease stays.
 func TestApplyDHCPWithSlowDADKeepsLease(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	slowDAD(t, node)
 	dir := t.TempDir()
 	rt := startRuntime(t, node, dir)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/knmstate/knmstate/internal/labnet"
+
+	"github.com/knmstate/knmstate/internal/labnet/labnettest"
 )
 
 // These benchmarks measure what the node runtime issue asks for; the
@@ -21,7 +23,7 @@ import (
 // BenchmarkDHCPv4TimeToLease: Start4 to the Bound event, on an interface
 // that is already up (the client is stopped with release between runs).
 func BenchmarkDHCPv4TimeToLease(b *testing.B) {
-	_, node := newLab(b, labnet.Options{})
+	_, node := labnettest.New(b, labnet.Options{})
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		ev := make(events, 4)
@@ -42,7 +44,7 @@ func BenchmarkDHCPv4TimeToLease(b *testing.B) {
 // BenchmarkDHCPv6TimeToLease: Start6 to the Bound event on a NIC that was
 // just created, so it includes waiting for the link-local address's DAD.
 func BenchmarkDHCPv6TimeToLease(b *testing.B) {
-	sw, _ := newLab(b, labnet.Options{})
+	sw, _ := labnettest.New(b, labnet.Options{})
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		node, err := sw.AddNode(fmt.Sprintf("n%d", i), "eth0")
@@ -67,7 +69,7 @@ func BenchmarkDHCPv6TimeToLease(b *testing.B) {
 // BenchmarkSLAACTimeToAddress: from enabling autoconf on a NIC that was
 // just created to a usable (non-tentative) SLAAC address.
 func BenchmarkSLAACTimeToAddress(b *testing.B) {
-	sw, _ := newLab(b, labnet.Options{})
+	sw, _ := labnettest.New(b, labnet.Options{})
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		node, err := sw.AddNode(fmt.Sprintf("n%d", i), "eth0")
@@ -91,7 +93,7 @@ func BenchmarkTenDHCPv4ClientsMemory(b *testing.B) {
 	for i := range nics {
 		nics[i] = fmt.Sprintf("eth%d", i)
 	}
-	_, node := newLab(b, labnet.Options{}, nics...)
+	_, node := labnettest.New(b, labnet.Options{}, nics...)
 	var rssDelta, heapDelta float64
 	var allBound time.Duration
 	for i := 0; i < b.N; i++ {

@@ -12,41 +12,9 @@ import (
 	"github.com/knmstate/knmstate/internal/labnet"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-)
 
-// newLab starts a switch with dnsmasq and one node with eth0; removal is
-// registered before anything exists.
-func newLab(tb testing.TB, opts labnet.Options, nics ...string) (*labnet.Switch, *labnet.Node) {
-	tb.Helper()
-	var sw *labnet.Switch
-	tb.Cleanup(func() {
-		if sw == nil {
-			return
-		}
-		if tb.Failed() {
-			if b, err := os.ReadFile(sw.LogPath()); err == nil {
-				tb.Logf("dnsmasq log:\n%s", b)
-			}
-		}
-		if err := sw.Close(); err != nil {
-			tb.Errorf("closing lab switch: %v", err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var err error
-	if sw, err = labnet.NewSwitch(ctx, opts); err != nil {
-		tb.Fatalf("lab switch: %v", err)
-	}
-	if len(nics) == 0 {
-		nics = []string{"eth0"}
-	}
-	node, err := sw.AddNode("node1", nics...)
-	if err != nil {
-		tb.Fatalf("lab node: %v", err)
-	}
-	return sw, node
-}
+	"github.com/knmstate/knmstate/internal/labnet/labnettest"
+)
 
 // events collects a client's events on a channel.
 type events chan Event
@@ -142,7 +110,7 @@ func leaseRecord(tb testing.TB, sw *labnet.Switch, addr netip.Addr, cond func(*l
 }
 
 func TestStart4UnknownInterface(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	_, err := Start4(context.Background(), Config{Namespace: node.NS.Handle, Interface: "eth9"})
 	if err == nil {
 		t.Fatal("Start4 on a missing interface succeeded")
@@ -153,7 +121,7 @@ func TestStart4UnknownInterface(t *testing.T) {
 }
 
 func TestDHCPv4LeaseAndRelease(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{DnsmasqExtra: []string{
+	sw, node := labnettest.New(t, labnet.Options{DnsmasqExtra: []string{
 		"dhcp-option=option:classless-static-route,198.51.100.0/24,192.0.2.1",
 		"dhcp-option=option:mtu,1400",
 	}})
@@ -222,7 +190,7 @@ func TestDHCPv4RenewsAtT1(t *testing.T) {
 		t.Skip("waits past T1 of a 2 minute lease (about 65 s)")
 	}
 	t.Parallel() // with the DHCPv6 renewal: both mostly wait
-	sw, node := newLab(t, labnet.Options{LeaseTime: 2 * time.Minute})
+	sw, node := labnettest.New(t, labnet.Options{LeaseTime: 2 * time.Minute})
 	ev := make(events, 16)
 	c := startClient(t, IPv4, Config{Namespace: node.NS.Handle, Interface: "eth0", OnEvent: ev.on})
 	first := ev.next(t, LeaseBound, 30*time.Second).Lease
@@ -249,7 +217,7 @@ func TestDHCPv4RenewsAtT1(t *testing.T) {
 }
 
 func TestDHCPv4SameClientGetsSameAddressAfterRelease(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	ev := make(events, 16)
 	cfg := Config{Namespace: node.NS.Handle, Interface: "eth0", ClientID: "iaid+duid", OnEvent: ev.on}
 	c := startClient(t, IPv4, cfg)
@@ -269,7 +237,7 @@ func TestDHCPv6RenewsAtT1(t *testing.T) {
 		t.Skip("waits past T1 of a 2 minute lease (about 65 s)")
 	}
 	t.Parallel() // with the DHCPv4 renewal: both mostly wait
-	sw, node := newLab(t, labnet.Options{LeaseTime: 2 * time.Minute})
+	sw, node := labnettest.New(t, labnet.Options{LeaseTime: 2 * time.Minute})
 	ev := make(events, 16)
 	c := startClient(t, IPv6, Config{Namespace: node.NS.Handle, Interface: "eth0", OnEvent: ev.on})
 	first := ev.next(t, LeaseBound, 30*time.Second).Lease
@@ -290,7 +258,7 @@ func TestDHCPv6RenewsAtT1(t *testing.T) {
 }
 
 func TestDHCPv6Lease(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	ev := make(events, 16)
 	c := startClient(t, IPv6, Config{Namespace: node.NS.Handle, Interface: "eth0", OnEvent: ev.on})
 	l := ev.next(t, LeaseBound, 30*time.Second).Lease
@@ -341,7 +309,7 @@ func waitSLAAC(tb testing.TB, node *labnet.Node, ifname string, prefix netip.Pre
 }
 
 func TestSLAAC(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	if err := EnableIPv6Autoconf(node.NS.Handle, "eth0"); err != nil {
 		t.Fatal(err)
 	}

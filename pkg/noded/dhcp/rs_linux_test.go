@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/knmstate/knmstate/internal/labnet"
+
+	"github.com/knmstate/knmstate/internal/labnet/labnettest"
 )
 
 func TestSolicitRoutersReachesTheRouter(t *testing.T) {
-	sw, node := newLab(t, labnet.Options{})
+	sw, node := labnettest.New(t, labnet.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := waitLinkLocal(ctx, node.NS.Handle, "eth0"); err != nil {
@@ -57,7 +59,7 @@ func TestSolicitRoutersReachesTheRouter(t *testing.T) {
 }
 
 func TestSolicitRoutersUnknownInterface(t *testing.T) {
-	_, node := newLab(t, labnet.Options{})
+	_, node := labnettest.New(t, labnet.Options{})
 	err := SolicitRouters(node.NS.Handle, "eth9")
 	if err == nil || !strings.HasPrefix(err.Error(), "router solicitation on eth9: ") {
 		t.Errorf("error %v, want one naming eth9", err)
