@@ -268,20 +268,40 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// rssBytes is the resident set size of a process.
-func rssBytes(pid int) (float64, error) {
+// rss is a process's resident memory from /proc/PID/status, in bytes:
+// Total (VmRSS) = Anon (heap, stacks: the process's own) + File (pages of
+// its binary and other files, shared with every process mapping them).
+type rss struct{ Total, Anon, File float64 }
+
+// rssOf reads the resident memory of a process.
+func rssOf(pid int) (rss, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return rss{}, err
 	}
+	var r rss
+	fields := map[string]*float64{"VmRSS:": &r.Total, "RssAnon:": &r.Anon, "RssFile:": &r.File}
+	found := 0
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err != nil {
-				return 0, fmt.Errorf("VmRSS of %d: %w", pid, err)
+		for key, dst := range fields {
+			if v, ok := strings.CutPrefix(line, key); ok {
+				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				if err != nil {
+					return rss{}, fmt.Errorf("%s of %d: %w", key, pid, err)
+				}
+				*dst = kb * 1024
+				found++
 			}
-			return kb * 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	if found != len(fields) {
+		return rss{}, fmt.Errorf("pid %d: /proc status lacks VmRSS, RssAnon or RssFile", pid)
+	}
+	return r, nil
+}
+
+// note says what a figure of rssOf is made of.
+func (r rss) note() string {
+	return fmt.Sprintf("of it %.1f MiB anonymous (the process's own) and %.1f MiB file pages (mostly its binary, shared with other processes running it)",
+		r.Anon/mib, r.File/mib)
 }

@@ -35,12 +35,12 @@ func handlerRSS(ctx context.Context, env Env) ([]Result, error) {
 			return nil, err
 		}
 		pid := pids[node.Name]
-		idle, err := rssBytes(pid)
+		idle, err := rssOf(pid)
 		if err != nil {
 			return nil, err
 		}
-		rows := []Result{Result{Name: "handler.rss.idle", Value: num(idle / mib), Unit: "MiB", Target: "-",
-			Note: "VmRSS of the handler of a 1-node lab; baseline: upstream handler"}.withRatio(upstreamHandlerMiB)}
+		rows := []Result{Result{Name: "handler.rss.idle", Value: num(idle.Total / mib), Unit: "MiB", Target: "-",
+			Note: "VmRSS of the handler of a 1-node lab, " + idle.note() + "; baseline: upstream handler"}.withRatio(upstreamHandlerMiB)}
 
 		if err := addDHCPInterfaces(ctx, env, l); err != nil {
 			return rows, err
@@ -59,16 +59,16 @@ func handlerRSS(ctx context.Context, env Env) ([]Result, error) {
 		if err := sleep(ctx, nnsSettle); err != nil {
 			return rows, err
 		}
-		busy, err := rssBytes(pid)
+		busy, err := rssOf(pid)
 		if err != nil {
 			return rows, err
 		}
-		rows = append(rows, Result{Name: "handler.rss.dhcp10", Value: num(busy / mib), Unit: "MiB", Target: "-",
-			Note: "the handler with 10 more DHCP interfaces in its NNS; baseline: upstream handler"}.withRatio(upstreamHandlerMiB))
+		rows = append(rows, Result{Name: "handler.rss.dhcp10", Value: num(busy.Total / mib), Unit: "MiB", Target: "-",
+			Note: "the handler with 10 more DHCP interfaces in its NNS, " + busy.note() + "; baseline: upstream handler"}.withRatio(upstreamHandlerMiB))
 		if rpid, err := l.processPID("noded/" + node.Name); err == nil {
-			if rt, err := rssBytes(rpid); err == nil {
-				rows = append(rows, Result{Name: "noded.rss.dhcp10", Value: num(rt / mib), Unit: "MiB", Target: "-",
-					Note: "the node runtime (nmstatectl service) holding the 11 DHCP leases: NetworkManager's part upstream"})
+			if rt, err := rssOf(rpid); err == nil {
+				rows = append(rows, Result{Name: "noded.rss.dhcp10", Value: num(rt.Total / mib), Unit: "MiB", Target: "-",
+					Note: "the node runtime (nmstatectl service) holding the 11 DHCP leases, " + rt.note() + ": NetworkManager's part upstream"})
 			}
 		}
 		return rows, nil
