@@ -67,13 +67,19 @@ func (l Mismatches) Unwrap() []error {
 // ignore their metric, and interfaces desired as `ignore` are skipped.
 // It returns nil or a Mismatches listing every difference.
 func Verify(desired, current *State) error {
+	return verify(desired, current, true)
+}
+
+// verify is Verify; fast enables the typed fast path (verify_fast.go),
+// which tests turn off to compare against the generic path alone.
+func verify(desired, current *State, fast bool) error {
 	if desired == nil {
 		return nil
 	}
 	if current == nil {
 		current = &State{}
 	}
-	v := &verifier{desired: desired, current: current, ignored: map[string]bool{}}
+	v := &verifier{desired: desired, current: current, ignored: map[string]bool{}, fast: fast}
 	for i := range current.Interfaces {
 		if current.Interfaces[i].State == StateIgnore {
 			v.ignored[current.Interfaces[i].Name] = true
@@ -87,7 +93,9 @@ func Verify(desired, current *State) error {
 	v.hostname()
 	v.dns()
 	v.rules()
-	v.routes()
+	if v.desired.Routes != nil && !(v.fast && v.fastRoutesMatch()) {
+		v.routes()
+	}
 	v.interfaces()
 	if len(v.out) == 0 {
 		return nil
@@ -101,6 +109,8 @@ type verifier struct {
 	// and rules through them.
 	ignored map[string]bool
 	out     Mismatches
+	// fast enables the typed fast path.
+	fast bool
 }
 
 func (v *verifier) add(path, want, got string) {
@@ -388,6 +398,9 @@ func (v *verifier) interfaces() {
 		}
 		if c == nil {
 			v.detail(p, "failed to find desired interface "+d.Name)
+			continue
+		}
+		if v.fast && v.fastIfaceMatch(d, c) {
 			continue
 		}
 		want, got := v.treeMap(p, d), v.treeMap(p, c)
