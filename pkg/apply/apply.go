@@ -173,17 +173,39 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 		return nil, err
 	}
 
-	before, m, plan, err := prepare(ctx, b, desired, o)
+	before, m, err := prepareMerged(ctx, b, desired, o)
 	if err != nil {
 		return nil, err
 	}
+	// From here on the record's states are encoded and the plan is made in
+	// the background while the revert state is computed: all of them only
+	// read before and m. A failed plan is still reported before a failed
+	// revert, as when they ran one after the other.
+	enc := &recordEncoding{encodeState("before", before, true), encodeState("desired", m.Desired, true)}
+	type planned struct {
+		plan *nmstate.Plan
+		err  error
+	}
+	planc := make(chan planned, 1)
+	go func() {
+		p, err := o.engine.plan(m)
+		planc <- planned{p, err}
+	}()
 	revert, err := o.engine.revert(before, m.Desired)
+	pl := <-planc
+	if pl.err != nil {
+		enc.wait()
+		return nil, pl.err
+	}
+	plan := pl.plan
 	if err != nil {
+		enc.wait()
 		return nil, fmt.Errorf("computing the revert state: %w", err)
 	}
 	now := o.Now()
 	id, err := newID(now)
 	if err != nil {
+		enc.wait()
 		return nil, err
 	}
 	rec := &Checkpoint{
@@ -191,7 +213,7 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 		NetNS: o.NetNS, ResolvConf: o.ResolvConf, UTSNS: o.UTSNS,
 		Before: before, Desired: m.Desired, Revert: revert,
 	}
-	if err := writeCheckpoint(o.StateDir, rec); err != nil {
+	if err := writeEncodedCheckpoint(o.StateDir, rec, rec.startEncoding(true, enc)); err != nil {
 		return nil, err
 	}
 	if o.OnCheckpoint != nil {
@@ -230,14 +252,7 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 // prepare reads the node, validates and merges desired into it and plans
 // the change: everything that can fail without touching the node.
 func prepare(ctx context.Context, b Backend, desired *nmstate.State, o Options) (*nmstate.State, *nmstate.Merged, *nmstate.Plan, error) {
-	before, err := b.Show(ctx)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("reading the current state: %w", err)
-	}
-	if err := o.engine.validate(desired, before); err != nil {
-		return nil, nil, nil, err
-	}
-	m, err := o.engine.merge(desired, before)
+	before, m, err := prepareMerged(ctx, b, desired, o)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -246,6 +261,22 @@ func prepare(ctx context.Context, b Backend, desired *nmstate.State, o Options) 
 		return nil, nil, nil, err
 	}
 	return before, m, plan, nil
+}
+
+// prepareMerged is prepare up to the merge.
+func prepareMerged(ctx context.Context, b Backend, desired *nmstate.State, o Options) (*nmstate.State, *nmstate.Merged, error) {
+	before, err := b.Show(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the current state: %w", err)
+	}
+	if err := o.engine.validate(desired, before); err != nil {
+		return nil, nil, err
+	}
+	m, err := o.engine.merge(desired, before)
+	if err != nil {
+		return nil, nil, err
+	}
+	return before, m, nil
 }
 
 // verifyWithRetry re-reads the node until it shows desired, at most

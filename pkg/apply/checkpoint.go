@@ -75,53 +75,170 @@ func (c *Checkpoint) MarshalJSON() ([]byte, error) {
 // back is refused before the apply changes anything. (The fields around
 // the states are plain values encoding/json always reads back.)
 func (c *Checkpoint) encodeRecord(check bool) ([]byte, error) {
+	e := c.startEncoding(check, nil)
+	data, err := e.assemble(c)
+	if err == nil {
+		err = e.checkErr(c.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// recordEncoding is a record's three states being encoded in the
+// background, in record order: before, desired, revert. Apply starts each
+// state as soon as it is known, so the encoding runs while the revert
+// state is computed; the checks (decoding the JSON again) start once the
+// record is assembled and run while it is written and synced, off the
+// path to the first change.
+type recordEncoding [3]*stateEncoding
+
+// recordStates names the states in record order.
+var recordStates = [3]string{"before", "desired", "revert"}
+
+// startEncoding starts encoding the states of c that reuse does not
+// already hold (reuse may be nil).
+func (c *Checkpoint) startEncoding(check bool, reuse *recordEncoding) *recordEncoding {
+	e := &recordEncoding{}
+	if reuse != nil {
+		*e = *reuse
+	}
+	for i, v := range [3]*nmstate.State{c.Before, c.Desired, c.Revert} {
+		if e[i] == nil {
+			e[i] = encodeState(recordStates[i], v, check)
+		}
+	}
+	return e
+}
+
+// stateEncoding is one state being encoded by its own goroutine, then
+// checked by another.
+type stateEncoding struct {
+	name  string
+	check bool
+	// encoded is closed once out and encErr are set: the state itself is
+	// not read any more.
+	encoded chan struct{}
+	out     []byte
+	encErr  error
+	// checked is closed once the check started by startCheck is done
+	// (at once without check); invalid and decErr are its findings.
+	checkOnce sync.Once
+	checked   chan struct{}
+	invalid   bool
+	decErr    error
+}
+
+func encodeState(name string, v *nmstate.State, check bool) *stateEncoding {
+	e := &stateEncoding{name: name, check: check, encoded: make(chan struct{}), checked: make(chan struct{})}
+	go func() {
+		defer close(e.encoded)
+		if v == nil {
+			v = &nmstate.State{}
+		}
+		e.out, e.encErr = nmstate.AppendCompactJSON(nil, v)
+	}()
+	return e
+}
+
+// startCheck starts the check on its own goroutine, unless it ran or
+// runs already.
+func (e *stateEncoding) startCheck() {
+	e.checkOnce.Do(func() { go e.runCheck() })
+}
+
+// runCheck decodes the state's JSON again as ReadCheckpoint will.
+func (e *stateEncoding) runCheck() {
+	defer close(e.checked)
+	<-e.encoded
+	if e.encErr != nil || !e.check {
+		return
+	}
+	if !json.Valid(e.out) {
+		e.invalid = true
+	} else if _, err := nmstate.Decode(e.out); err != nil {
+		e.decErr = err
+	}
+}
+
+// err is the state's failure as the record with this id reports it; the
+// state must be checked.
+func (e *stateEncoding) err(id string) error {
+	switch {
+	case e.encErr != nil:
+		return fmt.Errorf("encoding checkpoint %s: %w", id, e.encErr)
+	case e.invalid:
+		return fmt.Errorf("checkpoint %s would not be readable: %s state is not valid JSON", id, e.name)
+	case e.decErr != nil:
+		return fmt.Errorf("checkpoint %s would not be readable: %s state: %w", id, e.name, e.decErr)
+	}
+	return nil
+}
+
+// wait waits until no goroutine of e runs any more (states not started
+// are nil). It finishes the checks too, so that no goroutine outlives the
+// apply, even on a path that reports another error.
+func (e *recordEncoding) wait() {
+	for _, s := range e {
+		if s != nil {
+			s.startCheck()
+			<-s.checked
+		}
+	}
+}
+
+// startChecks starts every state's check, one after the other on one
+// goroutine: they run while the record is synced, and must leave a
+// processor free for the writer to resume on.
+func (e *recordEncoding) startChecks() {
+	go func() {
+		for _, s := range e {
+			s.checkOnce.Do(func() { s.runCheck() })
+		}
+	}()
+}
+
+// checkErr checks every state and returns the first failure in record
+// order.
+func (e *recordEncoding) checkErr(id string) error {
+	for _, s := range e {
+		s.startCheck()
+	}
+	for _, s := range e {
+		<-s.checked
+	}
+	for _, s := range e {
+		if err := s.err(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// assemble waits for the states' JSON and builds the record around it. A
+// failure is reported as checkErr would (every state checked, first
+// failure in record order).
+func (e *recordEncoding) assemble(c *Checkpoint) ([]byte, error) {
 	head, err := json.Marshal(checkpointHead{
 		Version: recordVersion, ID: c.ID, Created: c.Created.UTC(), Deadline: c.Deadline.UTC(),
 		NetNS: c.NetNS, ResolvConf: c.ResolvConf, UTSNS: c.UTSNS,
 	})
 	if err != nil {
+		e.wait()
 		return nil, err
 	}
-	states := []struct {
-		name string
-		v    *nmstate.State
-		out  []byte
-		err  error
-	}{{name: "before", v: c.Before}, {name: "desired", v: c.Desired}, {name: "revert", v: c.Revert}}
-	var wg sync.WaitGroup
-	for i := range states {
-		s := &states[i]
-		wg.Go(func() {
-			v := s.v
-			if v == nil {
-				v = &nmstate.State{}
-			}
-			s.out, s.err = nmstate.AppendCompactJSON(nil, v)
-			if s.err != nil {
-				s.err = fmt.Errorf("encoding checkpoint %s: %w", c.ID, s.err)
-				return
-			}
-			if !check {
-				return
-			}
-			if !json.Valid(s.out) {
-				s.err = fmt.Errorf("checkpoint %s would not be readable: %s state is not valid JSON", c.ID, s.name)
-			} else if _, err := nmstate.Decode(s.out); err != nil {
-				s.err = fmt.Errorf("checkpoint %s would not be readable: %s state: %w", c.ID, s.name, err)
-			}
-		})
-	}
-	wg.Wait()
 	size := len(head)
-	for _, s := range states {
-		if s.err != nil {
-			return nil, s.err
+	for _, s := range e {
+		<-s.encoded
+		if s.encErr != nil {
+			return nil, e.checkErr(c.ID)
 		}
 		size += len(s.name) + len(s.out) + 4
 	}
 	out := make([]byte, 0, size)
 	out = append(out, head[:len(head)-1]...) // without the closing brace
-	for _, s := range states {
+	for _, s := range e {
 		out = append(out, ',', '"')
 		out = append(out, s.name...)
 		out = append(out, '"', ':')

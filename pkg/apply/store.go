@@ -50,34 +50,60 @@ func ReadCheckpoint(stateDir string) (*Checkpoint, error) {
 // the whole record, never a torn one (temp file, fsync, rename, fsync of
 // the directory).
 func writeCheckpoint(stateDir string, rec *Checkpoint) error {
+	return writeEncodedCheckpoint(stateDir, rec, rec.startEncoding(true, nil))
+}
+
+// writeEncodedCheckpoint is writeCheckpoint for a record whose states are
+// being encoded by enc (started with check). The check of the states runs
+// while the temporary file is written and synced; the record is renamed
+// into place only after every check passed. Whatever the outcome, no
+// goroutine of enc reads rec's states once it returns.
+func writeEncodedCheckpoint(stateDir string, rec *Checkpoint, enc *recordEncoding) error {
+	defer enc.wait()
 	// A record that cannot be read back can neither be rolled back nor
-	// committed: encodeRecord decodes its states again and refuses, so the
-	// apply does not start.
-	data, err := rec.encodeRecord(true)
+	// committed: the encoding decodes its states again and refuses, so the
+	// apply does not start. A failed check wins over a failed write, as
+	// nothing would have been written without it.
+	data, err := enc.assemble(rec)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(stateDir, recordFile+".tmp-*")
+	enc.startChecks()
+	tmp, err := writeTemp(stateDir, rec.ID, data)
+	if tmp != "" {
+		defer os.Remove(tmp) // no-op after the rename
+	}
+	if cerr := enc.checkErr(rec.ID); cerr != nil {
+		return cerr
+	}
 	if err != nil {
-		return fmt.Errorf("writing checkpoint %s: %w", rec.ID, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("writing checkpoint %s: %w", rec.ID, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("syncing checkpoint %s: %w", rec.ID, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing checkpoint %s: %w", rec.ID, err)
+		return err
 	}
 	if err := os.Rename(tmp, filepath.Join(stateDir, recordFile)); err != nil {
 		return fmt.Errorf("storing checkpoint %s: %w", rec.ID, err)
 	}
 	return syncDir(stateDir)
+}
+
+// writeTemp writes data to a new temporary file next to the record and
+// syncs it; it returns the file's name whenever the file was created.
+func writeTemp(stateDir, id string, data []byte) (string, error) {
+	f, err := os.CreateTemp(stateDir, recordFile+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("writing checkpoint %s: %w", id, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return f.Name(), fmt.Errorf("writing checkpoint %s: %w", id, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return f.Name(), fmt.Errorf("syncing checkpoint %s: %w", id, err)
+	}
+	if err := f.Close(); err != nil {
+		return f.Name(), fmt.Errorf("writing checkpoint %s: %w", id, err)
+	}
+	return f.Name(), nil
 }
 
 // removeCheckpoint deletes the record durably.
