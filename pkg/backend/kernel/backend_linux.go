@@ -42,9 +42,13 @@ type Backend struct {
 	// h is the typed netlink handle, with its sockets in ns.
 	h *netlink.Handle
 	// raw is a second NETLINK_ROUTE socket in ns for the requests the
-	// library does not build or parse fully (raw link and route dumps,
-	// bridge options, route metrics with locks).
+	// library does not build or parse fully (raw link dumps, veth pairs,
+	// bridge options, routes with metric locks).
 	raw *nl.SocketHandle
+	// tables is a third one for the route and rule dumps, so that Show
+	// reads them while the link dump runs on raw (and the addresses on
+	// h's socket).
+	tables *nl.SocketHandle
 }
 
 // Open opens the namespaces named by opts. The caller must Close the
@@ -84,6 +88,14 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if err := s.SetReceiveTimeout(&timevalTimeout); err != nil {
 		return nil, fmt.Errorf("netlink socket timeout: %w", err)
 	}
+	t, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink socket in %s: %w", path, err)
+	}
+	b.tables = &nl.SocketHandle{Socket: t}
+	if err := t.SetReceiveTimeout(&timevalTimeout); err != nil {
+		return nil, fmt.Errorf("netlink socket timeout: %w", err)
+	}
 	if opts.UTSNS != "" {
 		fd, err := unix.Open(opts.UTSNS, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -116,6 +128,10 @@ func (b *Backend) Close() error {
 	if b.raw != nil {
 		b.raw.Close()
 		b.raw = nil
+	}
+	if b.tables != nil {
+		b.tables.Close()
+		b.tables = nil
 	}
 	if b.ns.IsOpen() {
 		b.ns.Close()

@@ -43,6 +43,15 @@ func dump[T any](what string, f func() (T, error)) (T, error) {
 // rawRequest sends a request built with the library's nl helpers on the raw
 // socket and returns the reply messages of type resType (0 = none wanted).
 func (b *Backend) rawRequest(req *nl.NetlinkRequest, resType uint16) ([][]byte, error) {
-	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: b.raw}
+	return requestOn(b.raw, req, resType)
+}
+
+// tablesRequest is rawRequest on the socket of the route and rule dumps.
+func (b *Backend) tablesRequest(req *nl.NetlinkRequest, resType uint16) ([][]byte, error) {
+	return requestOn(b.tables, req, resType)
+}
+
+func requestOn(s *nl.SocketHandle, req *nl.NetlinkRequest, resType uint16) ([][]byte, error) {
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: s}
 	return req.Execute(unix.NETLINK_ROUTE, resType)
 }

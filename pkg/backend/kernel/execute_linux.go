@@ -52,7 +52,7 @@ type executor struct {
 	links linkCache
 	// routes is the static route table read on the first route operation
 	// that needs it, and kept up to date by this executor's own changes.
-	routes []kernelRoute
+	routes []knownRoute
 	// weights remembers the weight of next hops this executor installed:
 	// a multipath route with one next hop is stored as a plain route,
 	// which forgets it before the second next hop arrives.
@@ -279,13 +279,13 @@ func (ex *executor) routeReplace(r nmstate.Route) error {
 	keep := ex.routes[:0]
 	var stale []kernelRoute
 	for _, kr := range ex.routes {
-		if kr.identity() == want {
-			stale = append(stale, kr)
+		if kr.id == want {
+			stale = append(stale, kr.kernelRoute)
 			continue
 		}
 		keep = append(keep, kr)
 	}
-	ex.routes = append(keep, installed)
+	ex.routes = append(keep, knownRoute{installed, installed.identity()})
 	for _, kr := range stale {
 		if kr.metric == installed.metric {
 			continue
@@ -359,13 +359,20 @@ func (ex *executor) loadRoutes() error {
 	if err != nil {
 		return classify(err)
 	}
-	ex.routes = []kernelRoute{}
+	ex.routes = []knownRoute{}
 	for _, r := range all {
 		if routeShown(r, false) {
-			ex.routes = append(ex.routes, r)
+			ex.routes = append(ex.routes, knownRoute{r, r.identity()})
 		}
 	}
 	return nil
+}
+
+// knownRoute is a route of the executor's table with its identity, which
+// every replace compares against.
+type knownRoute struct {
+	kernelRoute
+	id routeIdentity
 }
 
 // routeIdentity is nmstate's route identity minus the metric.
@@ -490,7 +497,7 @@ func (ex *executor) multipathSet(r nmstate.Route, remove bool) error {
 	}
 	var hops []hop
 	for _, kr := range ex.routes {
-		id := kr.identity()
+		id := kr.id
 		if kr.typ != unix.RTN_UNICAST || id.dst != want.dst || kr.table != want.table || kr.metric != metric {
 			continue
 		}

@@ -69,13 +69,13 @@ func (c *linkCache) fresh(name string) (netlink.Link, bool, error) {
 
 // load replaces the cache with one dump of every link.
 func (c *linkCache) load() error {
-	links, err := c.b.dumpLinks()
+	links, err := c.b.dumpLinkObjects()
 	if err != nil {
 		return classify(err)
 	}
 	c.byName = make(map[string]netlink.Link, len(links))
-	for _, kl := range links {
-		c.byName[kl.attrs().Name] = kl.link
+	for _, l := range links {
+		c.byName[l.Attrs().Name] = l
 	}
 	c.loaded = true
 	c.pending = nil

@@ -38,14 +38,45 @@ func (l *kernelLink) attrs() *netlink.LinkAttrs { return l.link.Attrs() }
 // dumpLinks lists every link of the namespace in one RTM_GETLINK dump.
 func (b *Backend) dumpLinks() ([]*kernelLink, error) {
 	return dump("links", func() ([]*kernelLink, error) {
-		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
-		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-		msgs, err := b.rawRequest(req, unix.RTM_NEWLINK)
+		msgs, err := b.rawRequest(linkDumpRequest(), unix.RTM_NEWLINK)
 		out := make([]*kernelLink, 0, len(msgs))
 		for _, m := range msgs {
 			l, perr := parseLinkMessage(m)
 			if perr != nil {
 				return nil, perr
+			}
+			out = append(out, l)
+		}
+		return out, err
+	})
+}
+
+// rtextFilterSkipStats is RTEXT_FILTER_SKIP_STATS (include/uapi/linux/
+// rtnetlink.h), which x/sys does not define: the dump leaves the link
+// statistics out. Kernels before 4.5 ignore the bit.
+const rtextFilterSkipStats = 1 << 3
+
+// linkDumpRequest asks for every link, without the traffic counters:
+// nothing here reports them (nmstate has no counters), and leaving them
+// out spares the kernel summing them per link and the reader a third of
+// each message.
+func linkDumpRequest() *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
+	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+	req.AddData(nl.NewRtAttr(unix.IFLA_EXT_MASK, nl.Uint32Attr(rtextFilterSkipStats)))
+	return req
+}
+
+// dumpLinkObjects lists every link as the library's typed value alone,
+// for the executor's name cache: without the attributes only Show reads.
+func (b *Backend) dumpLinkObjects() ([]netlink.Link, error) {
+	return dump("links", func() ([]netlink.Link, error) {
+		msgs, err := b.rawRequest(linkDumpRequest(), unix.RTM_NEWLINK)
+		out := make([]netlink.Link, 0, len(msgs))
+		for _, m := range msgs {
+			l, perr := netlink.LinkDeserialize(nil, m)
+			if perr != nil {
+				return nil, fmt.Errorf("decoding link message: %w", perr)
 			}
 			out = append(out, l)
 		}
@@ -60,83 +91,104 @@ func parseLinkMessage(m []byte) (*kernelLink, error) {
 		return nil, fmt.Errorf("decoding link message: %w", err)
 	}
 	kl := &kernelLink{link: link}
-	attrs, err := nl.ParseRouteAttr(m[unix.SizeofIfInfomsg:])
+	err = walkAttrs(m[unix.SizeofIfInfomsg:], func(typ uint16, v []byte) {
+		switch typ {
+		case unix.IFLA_MIN_MTU:
+			kl.minMTU = u32Ptr(v)
+		case unix.IFLA_MAX_MTU:
+			kl.maxMTU = u32Ptr(v)
+		case unix.IFLA_LINKINFO:
+			kl.parseLinkInfo(v)
+		case unix.IFLA_AF_SPEC:
+			kl.parseAFSpec(v)
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("decoding link attributes: %w", err)
-	}
-	for _, a := range attrs {
-		switch a.Attr.Type {
-		case unix.IFLA_MIN_MTU:
-			kl.minMTU = u32Ptr(a.Value)
-		case unix.IFLA_MAX_MTU:
-			kl.maxMTU = u32Ptr(a.Value)
-		case unix.IFLA_LINKINFO:
-			kl.parseLinkInfo(a.Value)
-		case unix.IFLA_AF_SPEC:
-			kl.parseAFSpec(a.Value)
-		}
 	}
 	return kl, nil
 }
 
 func (kl *kernelLink) parseLinkInfo(b []byte) {
-	attrs, err := nl.ParseRouteAttr(b)
-	if err != nil {
-		return
-	}
-	for _, a := range attrs {
-		switch a.Attr.Type {
+	_ = walkAttrs(b, func(typ uint16, v []byte) {
+		switch typ {
 		case unix.IFLA_INFO_KIND:
-			kl.kind = cString(a.Value)
+			kl.kind = cString(v)
 		case unix.IFLA_INFO_SLAVE_KIND:
-			kl.slaveKind = cString(a.Value)
+			kl.slaveKind = cString(v)
 		case unix.IFLA_INFO_DATA:
-			kl.data = attrMap(a.Value)
+			kl.data = attrMap(v)
 		case unix.IFLA_INFO_SLAVE_DATA:
-			kl.slaveData = attrMap(a.Value)
+			kl.slaveData = attrMap(v)
 		}
-	}
+	})
 }
 
 func (kl *kernelLink) parseAFSpec(b []byte) {
-	attrs, err := nl.ParseRouteAttr(b)
-	if err != nil {
-		return
-	}
-	for _, fam := range attrs {
-		inner, err := nl.ParseRouteAttr(fam.Value)
-		if err != nil {
-			continue
-		}
-		for _, a := range inner {
+	_ = walkAttrs(b, func(fam uint16, inner []byte) {
+		_ = walkAttrs(inner, func(typ uint16, v []byte) {
 			switch {
-			case fam.Attr.Type == unix.AF_INET6 && a.Attr.Type == unix.IFLA_INET6_CONF:
-				kl.inet6 = make([]int32, len(a.Value)/4)
+			case fam == unix.AF_INET6 && typ == unix.IFLA_INET6_CONF:
+				kl.inet6 = make([]int32, len(v)/4)
 				for i := range kl.inet6 {
-					kl.inet6[i] = int32(nl.NativeEndian().Uint32(a.Value[i*4:]))
+					kl.inet6[i] = int32(nl.NativeEndian().Uint32(v[i*4:]))
 				}
-			case fam.Attr.Type == unix.AF_INET && a.Attr.Type == unix.IFLA_INET_CONF:
-				kl.inet = make([]uint32, len(a.Value)/4)
+			case fam == unix.AF_INET && typ == unix.IFLA_INET_CONF:
+				kl.inet = make([]uint32, len(v)/4)
 				for i := range kl.inet {
-					kl.inet[i] = nl.NativeEndian().Uint32(a.Value[i*4:])
+					kl.inet[i] = nl.NativeEndian().Uint32(v[i*4:])
 				}
 			}
-		}
-	}
+		})
+	})
 }
 
 // attrMap indexes nested attributes by type (the nesting flag stripped).
 func attrMap(b []byte) map[uint16][]byte {
-	attrs, err := nl.ParseRouteAttr(b)
+	n, err := countAttrs(b)
 	if err != nil {
 		return nil
 	}
-	m := make(map[uint16][]byte, len(attrs))
-	for _, a := range attrs {
-		m[a.Attr.Type&^unix.NLA_F_NESTED] = a.Value
-	}
+	m := make(map[uint16][]byte, n)
+	_ = walkAttrs(b, func(typ uint16, v []byte) { m[typ&^unix.NLA_F_NESTED] = v })
 	return m
 }
+
+// walkAttrs calls f with the type and value of each attribute of the list
+// b, in order, as nl.ParseRouteAttr would return them, without building
+// the list: a link dump is parsed several times per apply, and those lists
+// were most of its garbage. A malformed list is refused, as by
+// ParseRouteAttr, before f sees any attribute.
+func walkAttrs(b []byte, f func(typ uint16, v []byte)) error {
+	if _, err := countAttrs(b); err != nil {
+		return err
+	}
+	ne := nl.NativeEndian()
+	for len(b) >= unix.SizeofRtAttr {
+		n := int(ne.Uint16(b))
+		f(ne.Uint16(b[2:]), b[unix.SizeofRtAttr:n])
+		b = b[min(rtaAlign(n), len(b)):]
+	}
+	return nil
+}
+
+// countAttrs checks an attribute list as ParseRouteAttr does (every
+// length at least a header and within the buffer) and counts it.
+func countAttrs(b []byte) (int, error) {
+	ne := nl.NativeEndian()
+	count := 0
+	for len(b) >= unix.SizeofRtAttr {
+		n := int(ne.Uint16(b))
+		if n < unix.SizeofRtAttr || n > len(b) {
+			return 0, unix.EINVAL
+		}
+		count++
+		b = b[min(rtaAlign(n), len(b)):]
+	}
+	return count, nil
+}
+
+func rtaAlign(n int) int { return (n + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNTO - 1) }
 
 func cString(b []byte) string {
 	for i, c := range b {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/vishvananda/netlink"
@@ -66,7 +67,7 @@ func (ex *executor) linkCreate(ifc nmstate.Interface) error {
 	if err != nil {
 		return err
 	}
-	if err := ex.b.h.LinkAdd(l); err != nil {
+	if err := ex.b.linkAdd(l); err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			// Made by someone else since the cache was read.
 			if existing, ok, ferr := ex.links.fresh(ifc.Name); ferr == nil && ok {
@@ -78,7 +79,8 @@ func (ex *executor) linkCreate(ifc nmstate.Interface) error {
 	if v, ok := l.(*netlink.Veth); ok {
 		ex.links.created(v.PeerName)
 	}
-	// The library looked the new link's index up after creating it.
+	// The library looked the new link's index up after creating it; a
+	// veth made by addVeth is resolved on first use.
 	ex.links.added(l)
 	// MTU and MAC went with the create; the rest is set like a modify.
 	// A link with nothing more to set is not looked up at all, so a plan
@@ -89,6 +91,56 @@ func (ex *executor) linkCreate(ifc nmstate.Interface) error {
 		return nil
 	}
 	return ex.linkModify(rest)
+}
+
+// linkAdd creates l. A plain veth pair goes through addVeth; everything
+// else through the library.
+func (b *Backend) linkAdd(l netlink.Link) error {
+	if v, ok := l.(*netlink.Veth); ok && plainVeth(v) {
+		return b.addVeth(v)
+	}
+	return b.h.LinkAdd(l)
+}
+
+// plainVeth reports whether v sets nothing but what addVeth encodes: the
+// name, MTU and MAC of the first end and the peer's name (what newLink
+// builds for a veth).
+func plainVeth(v *netlink.Veth) bool {
+	want := netlink.Veth{LinkAttrs: netlink.NewLinkAttrs(), PeerName: v.PeerName}
+	want.Name, want.MTU, want.HardwareAddr = v.Name, v.MTU, v.HardwareAddr
+	return reflect.DeepEqual(*v, want)
+}
+
+// addVeth creates a veth pair with the request the library's LinkAdd
+// sends for a plain veth (so the pair comes out the same, down to the
+// peer's transmit queue length of 0), without the library's read-back of
+// the new link by name: that is one RTM_GETLINK per pair, where the link
+// cache resolves every new link in one dump when a later operation first
+// needs them. v's index stays 0 (the cache's "pending").
+func (b *Backend) addVeth(v *netlink.Veth) error {
+	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(v.Name)))
+	if v.MTU > 0 {
+		req.AddData(nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(v.MTU))))
+	}
+	if v.HardwareAddr != nil {
+		req.AddData(nl.NewRtAttr(unix.IFLA_ADDRESS, []byte(v.HardwareAddr)))
+	}
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("veth"))
+	peer := info.AddRtAttr(nl.IFLA_INFO_DATA, nil).AddRtAttr(nl.VETH_INFO_PEER, nil)
+	nl.NewIfInfomsgChild(peer, unix.AF_UNSPEC)
+	peer.AddRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(v.PeerName))
+	// The library sends the peer's queue length whenever it is not
+	// negative, and a Veth's zero value is 0.
+	peer.AddRtAttr(unix.IFLA_TXQLEN, nl.Uint32Attr(uint32(v.PeerTxQLen)))
+	if v.MTU > 0 {
+		peer.AddRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(v.MTU)))
+	}
+	req.AddData(info)
+	_, err := b.rawRequest(req, 0)
+	return err
 }
 
 // hasLinkSettings reports whether linkModify has anything to set (or

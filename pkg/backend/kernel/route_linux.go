@@ -40,14 +40,24 @@ type kernelRoute struct {
 	weight          uint16 // 0 = not a multipath next hop
 }
 
-// dumpRoutes lists the routes of every table and both families.
+// dumpRoutes lists the routes of every table and both families that
+// routes.running may show (routeShown with running, which includes what
+// routes.config shows): the kernel's own routes (local, broadcast,
+// multicast, prefix routes), most of a dump, are dropped on their header
+// before their attributes are decoded.
 func (b *Backend) dumpRoutes() ([]kernelRoute, error) {
 	return dump("routes", func() ([]kernelRoute, error) {
 		req := nl.NewNetlinkRequest(unix.RTM_GETROUTE, unix.NLM_F_DUMP)
 		req.AddData(nl.NewRtMsg())
-		msgs, err := b.rawRequest(req, unix.RTM_NEWROUTE)
+		msgs, err := b.tablesRequest(req, unix.RTM_NEWROUTE)
 		var out []kernelRoute
 		for _, m := range msgs {
+			if len(m) >= unix.SizeofRtMsg {
+				h := nl.DeserializeRtMsg(m)
+				if !routeShown(kernelRoute{typ: h.Type, scope: h.Scope, protocol: h.Protocol}, true) {
+					continue
+				}
+			}
 			rs, perr := parseRouteMessage(m)
 			if perr != nil {
 				return nil, perr
@@ -67,44 +77,41 @@ func parseRouteMessage(m []byte) ([]kernelRoute, error) {
 		family: msg.Family, table: uint32(msg.Table), protocol: msg.Protocol,
 		scope: msg.Scope, typ: msg.Type,
 	}
-	attrs, err := nl.ParseRouteAttr(m[unix.SizeofRtMsg:])
-	if err != nil {
-		return nil, fmt.Errorf("decoding route attributes: %w", err)
-	}
 	var dst netip.Addr
 	var multipath []byte
-	for _, a := range attrs {
-		switch a.Attr.Type {
+	err := walkAttrs(m[unix.SizeofRtMsg:], func(typ uint16, v []byte) {
+		switch typ {
 		case unix.RTA_DST:
-			dst, _ = netip.AddrFromSlice(a.Value)
+			dst, _ = netip.AddrFromSlice(v)
 		case unix.RTA_OIF:
-			r.oif = int(nl.NativeEndian().Uint32(a.Value))
+			r.oif = int(nl.NativeEndian().Uint32(v))
 		case unix.RTA_GATEWAY:
-			r.gw, _ = netip.AddrFromSlice(a.Value)
+			r.gw, _ = netip.AddrFromSlice(v)
 		case unix.RTA_PREFSRC:
-			r.src, _ = netip.AddrFromSlice(a.Value)
+			r.src, _ = netip.AddrFromSlice(v)
 		case unix.RTA_PRIORITY:
-			r.metric, r.hasMetric = nl.NativeEndian().Uint32(a.Value), true
+			r.metric, r.hasMetric = nl.NativeEndian().Uint32(v), true
 		case unix.RTA_TABLE:
-			r.table = nl.NativeEndian().Uint32(a.Value)
+			r.table = nl.NativeEndian().Uint32(v)
 		case unix.RTA_METRICS:
-			metrics, err := nl.ParseRouteAttr(a.Value)
-			if err != nil {
-				continue
-			}
 			var lock uint32
-			for _, mt := range metrics {
-				switch mt.Attr.Type {
+			err := walkAttrs(v, func(mt uint16, mv []byte) {
+				switch mt {
 				case unix.RTAX_LOCK:
-					lock = nl.NativeEndian().Uint32(mt.Value)
+					lock = nl.NativeEndian().Uint32(mv)
 				case unix.RTAX_CWND:
-					r.cwnd = nl.NativeEndian().Uint32(mt.Value)
+					r.cwnd = nl.NativeEndian().Uint32(mv)
 				}
+			})
+			if err == nil {
+				r.cwndLocked = lock&(1<<unix.RTAX_CWND) != 0
 			}
-			r.cwndLocked = lock&(1<<unix.RTAX_CWND) != 0
 		case unix.RTA_MULTIPATH:
-			multipath = a.Value
+			multipath = v
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decoding route attributes: %w", err)
 	}
 	if !dst.IsValid() {
 		if msg.Family == unix.AF_INET6 {
@@ -128,13 +135,11 @@ func parseRouteMessage(m []byte) ([]kernelRoute, error) {
 		nh.weight = uint16(multipath[3]) + 1
 		nh.oif = int(int32(binary.NativeEndian.Uint32(multipath[4:])))
 		nh.gw = netip.Addr{}
-		if nattrs, err := nl.ParseRouteAttr(multipath[8:l]); err == nil {
-			for _, a := range nattrs {
-				if a.Attr.Type == unix.RTA_GATEWAY {
-					nh.gw, _ = netip.AddrFromSlice(a.Value)
-				}
+		_ = walkAttrs(multipath[8:l], func(typ uint16, v []byte) {
+			if typ == unix.RTA_GATEWAY {
+				nh.gw, _ = netip.AddrFromSlice(v)
 			}
-		}
+		})
 		out = append(out, nh)
 		multipath = multipath[min((l+3)&^3, len(multipath)):]
 	}
@@ -143,7 +148,9 @@ func parseRouteMessage(m []byte) ([]kernelRoute, error) {
 
 // routeShown reports whether nmstate shows the route in routes.config
 // (static/boot) or, with running set, in routes.running (also RA, DHCP
-// and routing daemons). Kernel-made prefix routes are never shown.
+// and routing daemons). Kernel-made prefix routes are never shown. It
+// reads only the message header's fields (type, scope, protocol), which
+// dumpRoutes relies on to skip routes undecoded.
 func routeShown(r kernelRoute, running bool) bool {
 	switch r.typ {
 	case unix.RTN_UNICAST, unix.RTN_BLACKHOLE, unix.RTN_UNREACHABLE, unix.RTN_PROHIBIT:

@@ -33,7 +33,7 @@ func (b *Backend) dumpRules() ([]netlink.Rule, error) {
 	return dump("rules", func() ([]netlink.Rule, error) {
 		req := nl.NewNetlinkRequest(unix.RTM_GETRULE, unix.NLM_F_DUMP)
 		req.AddData(nl.NewRtMsg())
-		msgs, err := b.rawRequest(req, unix.RTM_NEWRULE)
+		msgs, err := b.tablesRequest(req, unix.RTM_NEWRULE)
 		out := make([]netlink.Rule, 0, len(msgs))
 		for _, m := range msgs {
 			r, perr := parseRuleMessage(m)

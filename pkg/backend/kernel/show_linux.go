@@ -18,7 +18,32 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The three dumps use three sockets and run at the same time: links
+	// (raw), addresses (the library's), routes then rules (tables).
+	// Failures are still reported in the order links, bridge VLANs,
+	// addresses, routes, rules.
+	type addrDump struct {
+		addrs map[int][]netlink.Addr
+		err   error
+	}
+	addrc := make(chan addrDump, 1)
+	go func() {
+		a, err := b.dumpAddrs()
+		addrc <- addrDump{a, err}
+	}()
+	var routes []kernelRoute
+	var rules []netlink.Rule
+	var routeErr, ruleErr error
+	tablesDone := make(chan struct{})
+	go func() {
+		defer close(tablesDone)
+		if routes, routeErr = b.dumpRoutes(); routeErr == nil {
+			rules, ruleErr = b.dumpRules()
+		}
+	}()
 	links, err := b.dumpLinks()
+	ad := <-addrc
+	<-tablesDone
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +57,7 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 			break
 		}
 	}
-	addrs, err := b.dumpAddrs()
+	addrs, err := ad.addrs, ad.err
 	if err != nil {
 		return nil, err
 	}
@@ -45,9 +70,8 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 		st.Interfaces = append(st.Interfaces, ifc)
 	}
 
-	routes, err := b.dumpRoutes()
-	if err != nil {
-		return nil, err
+	if routeErr != nil {
+		return nil, routeErr
 	}
 	st.Routes = &nmstate.Routes{Config: []nmstate.Route{}, Running: []nmstate.Route{}}
 	for _, r := range routes {
@@ -59,9 +83,8 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 		}
 	}
 
-	rules, err := b.dumpRules()
-	if err != nil {
-		return nil, err
+	if ruleErr != nil {
+		return nil, ruleErr
 	}
 	st.RouteRules = &nmstate.RouteRules{Config: []nmstate.RouteRule{}}
 	for _, r := range rules {
