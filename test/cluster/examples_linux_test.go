@@ -113,7 +113,9 @@ func TestExamples(t *testing.T) {
 		})
 	}
 	t.Run("reset", func(t *testing.T) {
-		// Leave eth1 as the lab made it for the other tests.
+		// Leave eth1 as the lab made it for the other tests: no IPv4, IPv6
+		// link-local only (a DHCPv6 lease arriving later would change the
+		// node under the next test's snapshot).
 		p := policyYAML(t, "cluster-test-reset", nil, `
 interfaces:
 - name: eth1
@@ -121,6 +123,11 @@ interfaces:
   state: up
   ipv4:
     enabled: false
+  ipv6:
+    enabled: true
+    dhcp: false
+    autoconf: false
+    address: []
 routes:
   config:
   - destination: 198.51.100.0/24
@@ -131,6 +138,12 @@ routes:
 		for _, n := range allNodes {
 			if got := addrsOf(t, c.netlink(t, n), "eth1"); len(got) != 0 {
 				t.Errorf("node %s: eth1 has IPv4 %v after ipv4.enabled false", n, got)
+			}
+			s := snapshot(t, c.netlink(t, n))
+			for _, a := range s.Addresses {
+				if strings.HasSuffix(a, " dev eth1") && !strings.HasPrefix(a, "fe80:") {
+					t.Errorf("node %s: %s left after ipv6 dhcp, autoconf off and no addresses", n, a)
+				}
 			}
 		}
 	})

@@ -167,7 +167,7 @@ func TestCrashBetweenApplyAndCommit(t *testing.T) {
 			t.Fatal("5 attempts, the handler committed each time before it could be stopped")
 		}
 		want = fmt.Sprintf("10.250.%d.3/24", attempt)
-		before = snapshot(t, nl)
+		before = settled(t, nl)
 		fr := armFreezer(t, c, node)
 		if attempt == 0 {
 			c.create(t, p)
