@@ -16,7 +16,7 @@ func Measurements() []Measurement {
 	}
 	return []Measurement{
 		{Name: "engine.apply50", Timeout: 3 * time.Minute,
-			Run: engineMeasurement(engine["engine.apply50"], 5, "<= 1.5", "")},
+			Run: engineMeasurement(engine["engine.apply50"], 21, "<= 1.5", "")},
 		{Name: "engine.show1000", Timeout: 3 * time.Minute,
 			Run: engineMeasurement(engine["engine.show1000"], 5, "<= 1.0", "")},
 		{Name: "engine.bridges1000", Timeout: 8 * time.Minute,
