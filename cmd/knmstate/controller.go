@@ -8,8 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -38,7 +36,7 @@ replicas with --leader-elect; only the holder of the Lease acts.`,
 			if err := opts.Validate(); err != nil {
 				return fmt.Errorf("controller: %w", err)
 			}
-			cfg, err := controllerRESTConfig(opts.kubeconfig)
+			cfg, err := loadConfig(opts.kubeconfig)
 			if err != nil {
 				return fmt.Errorf("controller: %w", err)
 			}
@@ -70,21 +68,4 @@ replicas with --leader-elect; only the holder of the Lease acts.`,
 	f.DurationVar(&opts.Rollout.ReclaimAfter, "reclaim-after", rollout.DefaultConfig.ReclaimAfter, "take back the rollout permit of a node NotReady for this long")
 	f.DurationVar(&opts.Rollout.GCGrace, "gc-grace", rollout.DefaultConfig.GCGrace, "minimum age of an enactment before it is garbage-collected")
 	return cmd
-}
-
-// controllerRESTConfig loads the kubeconfig file named, or the in-cluster
-// configuration when none is.
-func controllerRESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config (or pass --kubeconfig): %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }

@@ -20,6 +20,26 @@ import (
 	"github.com/knmstate/knmstate/internal/rollout"
 )
 
+// DefaultQPS and DefaultBurst limit the controller's API requests when its
+// configuration does not (a kubeconfig file cannot).
+const (
+	DefaultQPS   = 100
+	DefaultBurst = 200
+)
+
+// withRateLimit gives cfg the controller's request limits unless it has
+// its own. client-go's default of 5 requests per second (burst 10) would
+// pace a many-node rollout's permits and status writes; the controller
+// serves every node.
+func withRateLimit(cfg *rest.Config) *rest.Config {
+	if cfg.QPS != 0 {
+		return cfg
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	return cfg
+}
+
 // Options configure the controller. The zero value of a field means its
 // default; Validate reports bad combinations.
 type Options struct {
@@ -121,6 +141,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("controller options: %w", err)
 	}
 	opts.defaults()
+	cfg = withRateLimit(cfg)
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err

@@ -115,3 +115,27 @@ func TestNetNSDialerMissingNamespace(t *testing.T) {
 		t.Errorf("dial from a missing namespace: %v", err)
 	}
 }
+
+func TestAPIConfigRateLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    rest.Config
+		qps   float32
+		burst int
+	}{
+		{"kubeconfig without limits gets the handler's", rest.Config{Host: "h"}, DefaultQPS, DefaultBurst},
+		{"limits given are kept", rest.Config{Host: "h", QPS: 3, Burst: 7}, 3, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.in
+			got := apiConfig(Options{Node: "n", Config: &in, Version: "v"})
+			if got.QPS != tt.qps || got.Burst != tt.burst {
+				t.Errorf("QPS, Burst = %v, %d; want %v, %d", got.QPS, got.Burst, tt.qps, tt.burst)
+			}
+			if in.QPS != tt.in.QPS {
+				t.Errorf("caller's config changed: QPS %v", in.QPS)
+			}
+		})
+	}
+}

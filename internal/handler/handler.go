@@ -23,6 +23,10 @@ const (
 	// DefaultDebounce is how long a burst of changes must be quiet before
 	// the state is read.
 	DefaultDebounce = 200 * time.Millisecond
+	// DefaultQPS and DefaultBurst limit the handler's API requests when
+	// its configuration does not (a kubeconfig file cannot).
+	DefaultQPS   = 20
+	DefaultBurst = 50
 )
 
 // Options configure one node's handler.

@@ -171,6 +171,12 @@ func bridgeVLANFiltering(log logr.Logger) bool {
 // apiConfig is opts.Config with the handler's dialer and user agent.
 func apiConfig(opts Options) *rest.Config {
 	cfg := rest.CopyConfig(opts.Config)
+	// client-go's default of 5 requests per second (burst 10) paces a
+	// rollout's enactment writes, NNS writes and reads 200 ms apart once
+	// the burst is spent; a handler's traffic is small but bursty.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	}
 	if opts.DialNetNS != "" {
 		cfg.Dial = (&NetNSDialer{Path: opts.DialNetNS}).DialContext
 	}
