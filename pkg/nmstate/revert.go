@@ -165,63 +165,53 @@ func configRules(s *State) []RouteRule {
 // revertRoutes removes the routes after has and before had not (exact
 // patterns) and gives back the ones before had and after has not.
 func revertRoutes(before, after []Route) []Route {
-	out := []Route{}
-	in := func(l []Route, r *Route) bool {
-		for i := range l {
-			if reflect.DeepEqual(&l[i], r) {
-				return true
-			}
+	return revertList(before, after, func(p Route) Route {
+		p.State = ptrTo(RouteState("absent"))
+		if p.NextHopAddress == nil {
+			p.NextHopAddress = ptrTo(netip.Addr{})
 		}
-		return false
-	}
-	for i := range after {
-		if r := &after[i]; !in(before, r) {
-			p := cloneOf(*r)
-			p.State = ptrTo(RouteState("absent"))
-			if p.NextHopAddress == nil {
-				p.NextHopAddress = ptrTo(netip.Addr{})
-			}
-			if p.Source == nil {
-				p.Source = ptrTo(netip.Addr{})
-			}
-			out = append(out, p)
+		if p.Source == nil {
+			p.Source = ptrTo(netip.Addr{})
 		}
-	}
-	for i := range before {
-		if r := &before[i]; !in(after, r) {
-			out = append(out, cloneOf(*r))
-		}
-	}
-	return out
+		return p
+	})
 }
 
 // revertRules is revertRoutes for rules.
 func revertRules(before, after []RouteRule) []RouteRule {
-	out := []RouteRule{}
-	in := func(l []RouteRule, r *RouteRule) bool {
+	return revertList(before, after, func(p RouteRule) RouteRule {
+		p.State = ptrTo(RouteState("absent"))
+		if p.IPFrom == nil {
+			p.IPFrom = ptrTo(netip.Prefix{})
+		}
+		if p.IPTo == nil {
+			p.IPTo = ptrTo(netip.Prefix{})
+		}
+		return p
+	})
+}
+
+// revertList gives, for entries of after that before lacks, their removal
+// pattern (absent, applied to a clone), then clones of the entries of
+// before that after lacks.
+func revertList[T any](before, after []T, absent func(T) T) []T {
+	out := []T{}
+	in := func(l []T, v *T) bool {
 		for i := range l {
-			if reflect.DeepEqual(&l[i], r) {
+			if reflect.DeepEqual(&l[i], v) {
 				return true
 			}
 		}
 		return false
 	}
 	for i := range after {
-		if r := &after[i]; !in(before, r) {
-			p := cloneOf(*r)
-			p.State = ptrTo(RouteState("absent"))
-			if p.IPFrom == nil {
-				p.IPFrom = ptrTo(netip.Prefix{})
-			}
-			if p.IPTo == nil {
-				p.IPTo = ptrTo(netip.Prefix{})
-			}
-			out = append(out, p)
+		if v := &after[i]; !in(before, v) {
+			out = append(out, absent(cloneOf(*v)))
 		}
 	}
 	for i := range before {
-		if r := &before[i]; !in(after, r) {
-			out = append(out, cloneOf(*r))
+		if v := &before[i]; !in(after, v) {
+			out = append(out, cloneOf(*v))
 		}
 	}
 	return out
