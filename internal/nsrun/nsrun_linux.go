@@ -82,9 +82,15 @@ func doLocked(ns netns.NsHandle, f func() error) (err error) {
 
 // Create makes a new network namespace and bind-mounts it at path, which
 // must not exist. created reports whether the file was made: the caller
-// removes it (Remove) even when err is set.
+// removes it (Remove) even when err is set. A path in RunDir is created
+// only after RunDir has been prepared as iproute2 prepares it
+// (PrepareRunDir).
 func Create(path string) (created bool, err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if filepath.Dir(path) == RunDir {
+		if err := PrepareRunDir(); err != nil {
+			return false, err
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, err
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
@@ -98,6 +104,46 @@ func Create(path string) (created bool, err error) {
 		errc <- unshareAndMount(path)
 	}()
 	return true, <-errc
+}
+
+// PrepareRunDir makes RunDir what `ip netns add` makes it on first use: a
+// bind mount of itself with shared propagation (mount --make-rshared), so
+// that unmounting a namespace file in one mount namespace unmounts it in
+// all of them. iproute2 turns a plain directory into that mount point the
+// first time it adds a namespace; had we bind-mounted namespace files on
+// the plain directory first, that later bind would cover them and they
+// could be neither unmounted nor removed (EBUSY). So we do it ourselves,
+// under a lock, before the first namespace file; once RunDir is a mount
+// point, iproute2 only sets its propagation again.
+func PrepareRunDir() error {
+	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", RunDir, err)
+	}
+	// The lock is the directory itself (a bind mount of it onto itself is
+	// the same inode), so every process of ours preparing it is
+	// serialised and no lock file is left behind.
+	lock, err := os.Open(RunDir)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", RunDir, err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", RunDir, err)
+	}
+	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	for bound := false; ; bound = true {
+		err := unix.Mount("", RunDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		if err == nil {
+			return nil
+		}
+		// EINVAL: not a mount point yet; make it one, once.
+		if !errors.Is(err, unix.EINVAL) || bound {
+			return fmt.Errorf("making %s a shared mount: %w", RunDir, err)
+		}
+		if err := unix.Mount(RunDir, RunDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind mounting %s on itself: %w", RunDir, err)
+		}
+	}
 }
 
 // unshareAndMount gives the locked thread a new namespace, bind-mounts
