@@ -60,9 +60,10 @@ type State struct {
 
 // NodeState is one node of the lab.
 type NodeState struct {
-	Name       string   `json:"name"`
-	Role       string   `json:"role"`
-	NetNS      string   `json:"netns"`
+	Name  string `json:"name"`
+	Role  string `json:"role"`
+	NetNS string `json:"netns"`
+	// MountNS is a /proc/PID/fd path of the supervisor (valid while it runs).
 	MountNS    string   `json:"mountNS"`
 	UTSNS      string   `json:"utsNS"`
 	ResolvConf string   `json:"resolvConf"`

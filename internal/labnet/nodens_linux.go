@@ -50,10 +50,9 @@ func nsSuffix(lab, suffix string) string {
 // nsDir is where the node namespace files live, under the switch's dir.
 func (s *Switch) nsDir() string { return filepath.Join(s.Dir, "ns") }
 
-// privateNSDir makes the directory of the namespace files a mount point
-// of its own with private propagation: a mount namespace can only be
-// pinned by a bind mount that does not propagate (the bind would otherwise
-// reach the namespace it pins).
+// privateNSDir makes the directory of the UTS namespace files a mount
+// point of its own with private propagation, so the pins neither leak into
+// nor are covered by other mount namespaces.
 func (s *Switch) privateNSDir() error {
 	dir := s.nsDir()
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -73,21 +72,31 @@ func (s *Switch) privateNSDir() error {
 // rename then gets EBUSY and rewrites it in place (as on hosts where
 // resolv.conf is a bind mount), so the bind on /etc/resolv.conf inside the
 // node's mount namespace never goes stale.
+//
+// The UTS namespace is pinned by a bind mount of its file; the mount
+// namespace is held by an open file descriptor instead (Node.MountNS is
+// its /proc/PID/fd path). A bind mount of a mount namespace file is
+// refused with EINVAL unless the binding process's own mount namespace is
+// older than the pinned one (fs/namespace.c, mnt_ns_loop: "current's
+// ns_id >= the target's ns_id" means a possible loop). Since Linux 6.18
+// namespace ids come from per-CPU batches of 4096 (gen_cookie_next), so a
+// namespace made later on another CPU can have the smaller id: inside a
+// container — any mount namespace but the initial one, whose id is fixed
+// and smallest — the bind failed at random, depending on which CPU each
+// namespace was made on. A file descriptor has no such rule.
 func (s *Switch) nodeNamespaces(n *Node) error {
 	if err := unix.Mount(n.ResolvConf, n.ResolvConf, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind mount %s: %w", n.ResolvConf, err)
 	}
 	n.mounts = append(n.mounts, n.ResolvConf)
-	mnt := filepath.Join(s.nsDir(), n.Name+".mnt")
 	uts := filepath.Join(s.nsDir(), n.Name+".uts")
-	for _, f := range []string{mnt, uts} {
-		if err := os.WriteFile(f, nil, 0o400); err != nil {
-			return fmt.Errorf("namespace file: %w", err)
-		}
+	if err := os.WriteFile(uts, nil, 0o400); err != nil {
+		return fmt.Errorf("namespace file: %w", err)
 	}
-	// A thread of its own unshares; this goroutine, still in the host's
-	// mount namespace, pins the new namespaces by bind mounts (the
-	// namespace's own thread cannot: its mounts stay in its namespace).
+	// A thread of its own unshares; this goroutine, still in the caller's
+	// mount namespace, takes hold of the new namespaces (the namespace's
+	// own thread cannot pin by bind mount: its mounts stay in its
+	// namespace).
 	type made struct {
 		tid int
 		err error
@@ -97,7 +106,7 @@ func (s *Switch) nodeNamespaces(n *Node) error {
 	defer close(pinned)
 	go func() {
 		// Never unlocked: the thread ends with this goroutine, it cannot
-		// return to the host's mount namespace.
+		// return to the caller's mount namespace.
 		runtime.LockOSThread()
 		madec <- made{unix.Gettid(), enterNodeNamespaces(n, s.nsDir())}
 		<-pinned
@@ -107,11 +116,12 @@ func (s *Switch) nodeNamespaces(n *Node) error {
 		return m.err
 	}
 	task := fmt.Sprintf("/proc/%d/task/%d/ns/", os.Getpid(), m.tid)
-	if err := unix.Mount(task+"mnt", mnt, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("pin mount namespace on %s: %w", mnt, err)
+	mnt, err := os.Open(task + "mnt")
+	if err != nil {
+		return fmt.Errorf("holding the mount namespace: %w", err)
 	}
-	n.mounts = append(n.mounts, mnt)
-	n.MountNS = mnt
+	n.mntNS = mnt
+	n.MountNS = fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), mnt.Fd())
 	if err := unix.Mount(task+"uts", uts, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("pin uts namespace on %s: %w", uts, err)
 	}
@@ -143,9 +153,16 @@ func enterNodeNamespaces(n *Node, nsDir string) error {
 	return nil
 }
 
-// unmount removes the node's host-side mounts, last first.
+// unmount removes the node's host-side mounts, last first, and lets go
+// of its mount namespace.
 func (n *Node) unmount() error {
 	var errs []error
+	if n.mntNS != nil {
+		if err := n.mntNS.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing the mount namespace: %w", err))
+		}
+		n.mntNS = nil
+	}
 	for i := len(n.mounts) - 1; i >= 0; i-- {
 		if err := unix.Unmount(n.mounts[i], unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", n.mounts[i], err))

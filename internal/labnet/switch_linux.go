@@ -156,12 +156,14 @@ type Node struct {
 	// ResolvConf is the path of the node's own resolv.conf, pointing at the
 	// switch's DNS. Nodes never use /etc/resolv.conf.
 	ResolvConf string
-	// MountNS and UTSNS are the files holding the node's mount and UTS
-	// namespaces (Options.NodeNamespaces), for nsenter --mount/--uts; ""
-	// otherwise.
+	// MountNS and UTSNS are paths of the node's mount and UTS namespaces
+	// (Options.NodeNamespaces), for nsenter --mount/--uts or setns; ""
+	// otherwise. MountNS is a /proc/PID/fd path of this process: it is
+	// valid while the Switch is open.
 	MountNS, UTSNS string
 
 	mounts []string // host-side mount points to remove with the node
+	mntNS  *os.File // holds the node's mount namespace
 }
 
 // NewSwitch creates the switch namespace, its bridge with the gateway
