@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all setup build generate verify-generated test test-unit test-kernel test-e2e demo bench clean
+.PHONY: all setup build generate verify-generated test test-unit test-kernel test-e2e test-container demo bench clean
 
 all: build
 
@@ -24,7 +24,11 @@ test: setup ## the whole test suite
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) test-container
 	$(MAKE) test-kernel
+
+test-container: setup ## the lab and e2e packages again, as inside a container (private mount namespace, fresh /run)
+	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./internal/nsrun/ ./internal/labnet/... ./internal/lab/ ./test/e2e/
 
 test-e2e: setup ## the end-to-end suite alone: one lab, the real kubectl, every example (part of make test)
 	$(GO) test -count=1 -v -timeout 15m ./test/e2e/
