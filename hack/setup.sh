@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent machine set-up for knmstate: Debian packages, the pinned
-# Kubernetes components built from hack/tools, controller-gen.
+# Kubernetes components and containerd built from hack/tools, controller-gen.
 # Fast when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ if ((${#missing[@]})); then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# Tools built from the pinned tools module. A stamp is the hash of what its build
+# Tools built from pinned tools modules. A stamp is the hash of what its build
 # reads (the module files, the main package) and of the build function itself,
 # so a changed pin or recipe rebuilds and an unchanged one is free.
 mkdir -p bin
@@ -63,6 +63,28 @@ for c in "${kube_components[@]}"; do
 	[[ -L bin/$c && "$(readlink "bin/$c")" == kube ]] || ln -sfn kube "bin/$c"
 done
 rm -f bin/.kube-apiserver.stamp # from when kube-apiserver was built alone
+
+# containerd, its runc shim and ctr, from a module of their own
+# (hack/tools/containerd) so containerd's dependencies never move the
+# Kubernetes pin. Static (no cgo), without the btrfs, devmapper and zfs
+# snapshotters; the shim without gRPC, as containerd's Makefile builds it. The
+# shim stays a binary of its own: it re-executes os.Executable(), the link's
+# target, so a multi-call binary would start containerd in its place.
+build_containerd() (
+	cd hack/tools/containerd
+	export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
+	local pkg=github.com/containerd/containerd/v2 version ldflags tags="no_btrfs no_devmapper no_zfs urfave_cli_no_docs"
+	version=$(go list -m -f '{{.Version}}' $pkg)
+	ldflags="-s -w -X $pkg/version.Version=$version -X $pkg/version.Package=$pkg"
+	go build -tags "$tags" -ldflags "$ldflags" -o ../../../bin/ $pkg/cmd/containerd $pkg/cmd/ctr
+	go build -tags "$tags no_grpc" -ldflags "$ldflags" -o ../../../bin/ $pkg/cmd/containerd-shim-runc-v2
+)
+containerd_stamp=$({ cat hack/tools/containerd/go.mod hack/tools/containerd/go.sum; declare -f build_containerd; } | sha256sum | cut -c1-16)
+if ! fresh containerd "$containerd_stamp" bin/containerd bin/containerd-shim-runc-v2 bin/ctr; then
+	echo "setup: building bin/containerd, bin/containerd-shim-runc-v2, bin/ctr"
+	build_containerd
+	echo "$containerd_stamp" >bin/.containerd.stamp
+fi
 
 # controller-gen is installed from its own module at a pinned version, so its
 # dependencies never move the Kubernetes pin above.
