@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(etcd-server iproute2 dnsmasq openvswitch-switch qemu-system-x86 busybox-static cpio kmod xz-utils zstd ca-certificates)
+# The lab's kubelets: containerd's runtime, the CNI plugins (in /usr/lib/cni),
+# and what kube-proxy and the kubelet call on the node.
+packages+=(runc containernetworking-plugins nftables iptables conntrack)
 
 # kubectl drives make demo and test/e2e; Debian's kubernetes-client when absent.
 if ! command -v kubectl >/dev/null; then
