@@ -15,11 +15,14 @@ if ! command -v kubectl >/dev/null; then
 	packages+=(kubernetes-client)
 fi
 
+# One dpkg-query for all: one per package was most of a no-op run's time.
+declare -A status
+while IFS=$'\t' read -r p s; do
+	status[$p]=$s
+done < <(dpkg-query -W -f='${Package}\t${Status}\n' "${packages[@]}" 2>/dev/null)
 missing=()
 for p in "${packages[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
-		missing+=("$p")
-	fi
+	[[ ${status[$p]-} == "install ok installed" ]] || missing+=("$p")
 done
 if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}"
