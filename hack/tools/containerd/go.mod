@@ -6,7 +6,13 @@ module github.com/knmstate/knmstate/hack/tools/containerd
 
 go 1.26.6
 
-require github.com/containerd/containerd/v2 v2.4.2
+require github.com/containerd/containerd/v2 v2.4.2 // indirect
+
+tool (
+	github.com/containerd/containerd/v2/cmd/containerd
+	github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+	github.com/containerd/containerd/v2/cmd/ctr
+)
 
 require (
 	cyphar.com/go-pathrs v0.2.5 // indirect
