@@ -6,7 +6,7 @@ GO ?= go
 
 all: build
 
-setup: ## install Debian packages and build bin/kube-apiserver, bin/controller-gen (idempotent)
+setup: ## install Debian packages and build bin/kube (kube-apiserver, kubelet, ...), bin/containerd, bin/controller-gen (idempotent)
 	@hack/setup.sh
 
 build:

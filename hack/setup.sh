@@ -1,44 +1,99 @@
 #!/usr/bin/env bash
-# Idempotent machine set-up for knmstate: Debian packages and the pinned
-# kube-apiserver / controller-gen built from hack/tools. Fast when done.
+# Idempotent machine set-up for knmstate: Debian packages, the pinned
+# Kubernetes components and containerd built from hack/tools, controller-gen.
+# Fast when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(etcd-server iproute2 dnsmasq openvswitch-switch qemu-system-x86 busybox-static cpio kmod xz-utils zstd ca-certificates)
+# The lab's kubelets: containerd's runtime, the CNI plugins (in /usr/lib/cni),
+# and what kube-proxy and the kubelet call on the node.
+packages+=(runc containernetworking-plugins nftables iptables conntrack)
 
 # kubectl drives make demo and test/e2e; Debian's kubernetes-client when absent.
 if ! command -v kubectl >/dev/null; then
 	packages+=(kubernetes-client)
 fi
 
+# One dpkg-query for all: one per package was most of a no-op run's time.
+declare -A status
+while IFS=$'\t' read -r p s; do
+	status[$p]=$s
+done < <(dpkg-query -W -f='${Package}\t${Status}\n' "${packages[@]}" 2>/dev/null)
 missing=()
 for p in "${packages[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
-		missing+=("$p")
-	fi
+	[[ ${status[$p]-} == "install ok installed" ]] || missing+=("$p")
 done
 if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# Tools built from the pinned tools module. The stamp is the hash of the
-# module files, so a changed pin rebuilds and an unchanged one is free.
+# Tools built from pinned tools modules. A stamp is the hash of what its build
+# reads (the module files, the main package) and of the build function itself,
+# so a changed pin or recipe rebuilds and an unchanged one is free.
 mkdir -p bin
-stamp=$(cat hack/tools/go.mod hack/tools/go.sum | sha256sum | cut -c1-16)
-build_tool() { # name package
-	local name=$1 pkg=$2
-	if [[ -x bin/$name && "$(cat "bin/.$name.stamp" 2>/dev/null)" == "$stamp" ]]; then
-		return
-	fi
-	echo "setup: building bin/$name"
-	(cd hack/tools && GOFLAGS=-mod=mod GONOSUMDB=k8s.io/kubernetes go build -o "../../bin/$name" "$pkg")
-	echo "$stamp" >"bin/.$name.stamp"
+# fresh NAME HASH FILE...: bin/.NAME.stamp holds HASH and every FILE is there.
+fresh() {
+	local name=$1 hash=$2 f
+	shift 2
+	[[ "$(cat "bin/.$name.stamp" 2>/dev/null)" == "$hash" ]] || return 1
+	for f; do [[ -x $f ]] || return 1; done
 }
-build_tool kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+
+# bin/kube is one binary holding kube-apiserver, kubelet,
+# kube-controller-manager, kube-scheduler and kube-proxy (hack/tools/kube);
+# bin/<component> links to it. The version ldflags are those of Kubernetes'
+# own builds (hack/lib/version.sh), with the pinned module's version, and its
+# publication time as the build date, so a rebuild is the same binary.
+kube_components=(kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy)
+build_kube() (
+	cd hack/tools
+	export GOFLAGS="-mod=mod -buildvcs=false" GONOSUMDB=k8s.io/kubernetes
+	local version date ldflags="-s -w" pkg
+	read -r version date < <(go list -m -f '{{.Version}} {{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
+	[[ $version =~ ^v([0-9]+)\.([0-9]+)\. ]] || { echo "setup: k8s.io/kubernetes $version is no vX.Y.Z" >&2; return 1; }
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=${BASH_REMATCH[1]} -X $pkg.gitMinor=${BASH_REMATCH[2]}"
+		ldflags+=" -X $pkg.gitCommit= -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+	done
+	go build -ldflags "$ldflags" -o ../../bin/kube ./kube
+)
+kube_stamp=$({ cat hack/tools/go.mod hack/tools/go.sum hack/tools/kube/*.go; declare -f build_kube; } | sha256sum | cut -c1-16)
+if ! fresh kube "$kube_stamp" bin/kube; then
+	echo "setup: building bin/kube (${kube_components[*]})"
+	build_kube
+	echo "$kube_stamp" >bin/.kube.stamp
+fi
+for c in "${kube_components[@]}"; do
+	[[ -L bin/$c && "$(readlink "bin/$c")" == kube ]] || ln -sfn kube "bin/$c"
+done
+rm -f bin/.kube-apiserver.stamp # from when kube-apiserver was built alone
+
+# containerd, its runc shim and ctr, from a module of their own
+# (hack/tools/containerd) so containerd's dependencies never move the
+# Kubernetes pin. Static (no cgo), without the btrfs, devmapper and zfs
+# snapshotters; the shim without gRPC, as containerd's Makefile builds it. The
+# shim stays a binary of its own: it re-executes os.Executable(), the link's
+# target, so a multi-call binary would start containerd in its place.
+build_containerd() (
+	cd hack/tools/containerd
+	export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
+	local pkg=github.com/containerd/containerd/v2 version ldflags tags="no_btrfs no_devmapper no_zfs urfave_cli_no_docs"
+	version=$(go list -m -f '{{.Version}}' $pkg)
+	ldflags="-s -w -X $pkg/version.Version=$version -X $pkg/version.Package=$pkg"
+	go build -tags "$tags" -ldflags "$ldflags" -o ../../../bin/ $pkg/cmd/containerd $pkg/cmd/ctr
+	go build -tags "$tags no_grpc" -ldflags "$ldflags" -o ../../../bin/ $pkg/cmd/containerd-shim-runc-v2
+)
+containerd_stamp=$({ cat hack/tools/containerd/go.mod hack/tools/containerd/go.sum; declare -f build_containerd; } | sha256sum | cut -c1-16)
+if ! fresh containerd "$containerd_stamp" bin/containerd bin/containerd-shim-runc-v2 bin/ctr; then
+	echo "setup: building bin/containerd, bin/containerd-shim-runc-v2, bin/ctr"
+	build_containerd
+	echo "$containerd_stamp" >bin/.containerd.stamp
+fi
 
 # controller-gen is installed from its own module at a pinned version, so its
-# dependencies never move the kube-apiserver pin above.
+# dependencies never move the Kubernetes pin above.
 controller_tools=v0.21.0
 if [[ "$(cat bin/.controller-gen.stamp 2>/dev/null)" != "$controller_tools" || ! -x bin/controller-gen ]]; then
 	echo "setup: building bin/controller-gen $controller_tools"
