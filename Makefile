@@ -6,12 +6,27 @@ GO ?= go
 
 all: build
 
+# The binaries' version (knmstate --version, nmstatectl version, the image
+# tags) and the images' timestamp: the last commit's time, so the same tree
+# gives the same image digests.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# Static (no cgo: they run in scratch images) and free of build paths.
+GO_BUILD = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X github.com/knmstate/knmstate/internal/version.Version=$(VERSION)"
+
 setup: ## install Debian packages and build bin/kube (kube-apiserver, kubelet, ...), bin/containerd, bin/controller-gen (idempotent)
 	@hack/setup.sh
 
 build:
-	$(GO) build -o bin/nmstatectl ./cmd/nmstatectl
-	$(GO) build -o bin/knmstate ./cmd/knmstate
+	$(GO_BUILD) -o bin/nmstatectl ./cmd/nmstatectl
+	$(GO_BUILD) -o bin/knmstate ./cmd/knmstate
+
+.PHONY: images
+images: build ## OCI image layouts bin/images/{knmstate,pause} (docs/images.md)
+	$(GO_BUILD) -o bin/pause ./hack/pause
+	$(GO) run ./hack/images --knmstate bin/knmstate --pause bin/pause --out bin/images \
+		--version $(VERSION) --revision "$(REVISION)" --created $(SOURCE_DATE_EPOCH)
 
 generate: setup ## regenerate deepcopy code and CRD manifests
 	bin/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...

@@ -74,7 +74,7 @@ func newLabUpCmd() *cobra.Command {
 	sel.register(cmd)
 	cmd.Flags().IntVar(&opts.Nodes, "nodes", 3, fmt.Sprintf("number of nodes (1..%d); the first is the control-plane node", lab.MaxNodes))
 	cmd.Flags().StringVar(&opts.APIServer, "kube-apiserver", "", "kube-apiserver binary (default: next to this binary, else the repository's bin/)")
-	cmd.Flags().StringVar(&opts.Nmstatectl, "nmstatectl", "", "nmstatectl binary running each node's DHCP (default: next to this binary); \"none\" or no binary: eth0 is configured statically")
+	cmd.Flags().StringVar(&opts.Nmstatectl, "nmstatectl", "", "nmstatectl binary running each node's DHCP (default: this binary's nmstatectl subcommand); \"none\": no node runtime, eth0 is configured statically")
 	cmd.Flags().DurationVar(&opts.Heartbeat, "heartbeat", lab.DefaultHeartbeat, "period of the nodes' Ready heartbeat")
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
 	return cmd

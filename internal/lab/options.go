@@ -37,8 +37,9 @@ type Options struct {
 	// next to Binary, else the repository's (testenv's default).
 	APIServer string
 	// Nmstatectl runs each node's network service (DHCP on eth0); default
-	// nmstatectl next to Binary. Without it, or with NoNodeRuntime, eth0
-	// gets its address statically.
+	// Binary itself (`knmstate nmstatectl service`), so a lab never runs a
+	// different kind of node by accident. With NoNodeRuntime eth0 gets its
+	// address statically.
 	Nmstatectl string
 	// Heartbeat is the period of the nodes' Ready heartbeat; default
 	// DefaultHeartbeat.
@@ -94,10 +95,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Binary = exe
 	}
 	if o.Nmstatectl == "" {
-		next := filepath.Join(filepath.Dir(o.Binary), "nmstatectl")
-		if _, err := os.Stat(next); err == nil {
-			o.Nmstatectl = next
-		}
+		o.Nmstatectl = o.Binary
 	}
 	if o.APIServer == "" {
 		next := filepath.Join(filepath.Dir(o.Binary), "kube-apiserver")

@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Options{Name: "lab", Dir: DefaultDir("lab"), Nodes: 3, Binary: "/bin/true", APIServer: "/x", Heartbeat: DefaultHeartbeat}
+	want := Options{Name: "lab", Dir: DefaultDir("lab"), Nodes: 3, Binary: "/bin/true", APIServer: "/x", Nmstatectl: "/bin/true", Heartbeat: DefaultHeartbeat}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}

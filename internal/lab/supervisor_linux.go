@@ -558,10 +558,14 @@ func (s *supervisor) startNodeRuntime(n *NodeState) error {
 	if err := os.WriteFile(filepath.Join(cfgDir, "00-eth0.yml"), []byte(fmt.Sprintf(nodeConfig, n.Name)), 0o600); err != nil {
 		return fmt.Errorf("node %s config: %w", n.Name, err)
 	}
+	var args []string
+	if s.opts.Nmstatectl == s.opts.Binary {
+		args = []string{"nmstatectl"} // knmstate carries nmstatectl
+	}
 	s.start(&proc{
 		name: "noded/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: s.opts.Nmstatectl,
-		args: []string{"--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS,
-			"--state-dir", filepath.Join(dir, "noded"), "service", "--config", cfgDir},
+		args: append(args, "--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS,
+			"--state-dir", filepath.Join(dir, "noded"), "service", "--config", cfgDir),
 		logPath: filepath.Join(dir, "noded.log"), spawner: s.hostSpawner,
 	})
 	return nil

@@ -1,4 +1,4 @@
-package main
+package nmstatectl
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // 10 DHCPv4 interfaces and holds their leases.
 func BenchmarkServiceDHCPInterfacesRSS(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "nmstatectl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nmstatectl").CombinedOutput(); err != nil {
 		b.Fatalf("building nmstatectl: %v\n%s", err, out)
 	}
 	for _, n := range []int{0, 10} {

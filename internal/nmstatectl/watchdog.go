@@ -1,4 +1,4 @@
-package main
+package nmstatectl
 
 import (
 	"context"
@@ -65,14 +65,13 @@ func watchdogFiles(stateDir, id string) (pidFile, logFile string) {
 
 // startWatchdog starts `nmstatectl checkpoint-watchdog ID` as a detached
 // process: its own session (no terminal signals), stdin from /dev/null,
-// output to a log in the state directory, not waited for.
-func startWatchdog(self, stateDir, id string) error {
-	if self == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("starting the checkpoint watchdog: %w", err)
-		}
-		self = exe
+// output to a log in the state directory, not waited for. It runs this
+// process's executable with reexec first: os.Executable is knmstate also
+// when knmstate was invoked as nmstatectl, which then needs its subcommand.
+func startWatchdog(reexec []string, stateDir, id string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("starting the checkpoint watchdog: %w", err)
 	}
 	dir, err := filepath.Abs(stateDir)
 	if err != nil {
@@ -84,7 +83,7 @@ func startWatchdog(self, stateDir, id string) error {
 		return fmt.Errorf("starting the checkpoint watchdog: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(self, "--state-dir", dir, watchdogVerb, id)
+	cmd := exec.Command(exe, watchdogArgs(reexec, dir, id)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -99,4 +98,9 @@ func startWatchdog(self, stateDir, id string) error {
 		return fmt.Errorf("recording the checkpoint watchdog: %w", err)
 	}
 	return nil
+}
+
+// watchdogArgs is the watchdog's command line after the executable.
+func watchdogArgs(reexec []string, stateDir, id string) []string {
+	return append(append([]string(nil), reexec...), "--state-dir", stateDir, watchdogVerb, id)
 }

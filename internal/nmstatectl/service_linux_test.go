@@ -1,4 +1,4 @@
-package main
+package nmstatectl
 
 import (
 	"bytes"
@@ -90,7 +90,7 @@ func startService(t *testing.T, node *labnet.Node, stateDir, configDir string) (
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log = &syncBuffer{}
-	root := newRootCmd()
+	root := NewCommand()
 	root.SetOut(log)
 	root.SetErr(log)
 	root.SetArgs([]string{"service", "--netns", node.NS.Path, "--resolv-conf", node.ResolvConf,

@@ -1,4 +1,4 @@
-package main
+package nmstatectl
 
 import (
 	"bytes"
@@ -19,9 +19,10 @@ import (
 	"github.com/knmstate/knmstate/internal/nstest"
 )
 
-// nmstatectlBin is the binary built once for the CLI tests: the watchdog
-// must be a real nmstatectl process that outlives the command.
-var nmstatectlBin string
+// nmstatectlBin and knmstateBin are the binaries built once for the CLI
+// tests: the watchdog must be a real process that outlives the command.
+// linkBin is an nmstatectl symlink to knmstateBin, as in the image.
+var nmstatectlBin, knmstateBin, linkBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -34,10 +35,21 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	nmstatectlBin = filepath.Join(dir, "nmstatectl")
-	out, err := exec.Command("go", "build", "-o", nmstatectlBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building nmstatectl: %v\n%s", err, out)
+	nmstatectlBin, knmstateBin = filepath.Join(dir, "nmstatectl"), filepath.Join(dir, "knmstate")
+	for bin, pkg := range map[string]string{nmstatectlBin: "../../cmd/nmstatectl", knmstateBin: "../../cmd/knmstate"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			return 1
+		}
+	}
+	linkBin = filepath.Join(dir, "link", "nmstatectl")
+	if err := os.Mkdir(filepath.Dir(linkBin), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := os.Symlink(knmstateBin, linkBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
@@ -48,13 +60,17 @@ func runTests(m *testing.M) int {
 type cliNode struct {
 	ns               *nstest.NS
 	resolv, stateDir string
+	// nmstatectl is the command line of nmstatectl: nmstatectlBin unless
+	// a test runs it another way.
+	nmstatectl []string
 }
 
 func newCLINode(t *testing.T) *cliNode {
 	t.Helper()
 	node, sw := nstest.New(t), nstest.New(t)
 	dir := t.TempDir()
-	n := &cliNode{ns: node, resolv: filepath.Join(dir, "resolv.conf"), stateDir: filepath.Join(dir, "state")}
+	n := &cliNode{ns: node, resolv: filepath.Join(dir, "resolv.conf"), stateDir: filepath.Join(dir, "state"),
+		nmstatectl: []string{nmstatectlBin}}
 	// Registered before anything can start a watchdog: stop any that is
 	// still running when the test ends.
 	t.Cleanup(func() { n.stopWatchdogs(t) })
@@ -69,8 +85,9 @@ func newCLINode(t *testing.T) *cliNode {
 // exit status.
 func (n *cliNode) run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	full := append([]string{"--netns", n.ns.Name, "--resolv-conf", n.resolv, "--state-dir", n.stateDir}, args...)
-	cmd := exec.Command(nmstatectlBin, full...)
+	full := append(append(n.nmstatectl[1:len(n.nmstatectl):len(n.nmstatectl)],
+		"--netns", n.ns.Name, "--resolv-conf", n.resolv, "--state-dir", n.stateDir), args...)
+	cmd := exec.Command(n.nmstatectl[0], full...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -284,26 +301,41 @@ func TestCLINoCommitThenRollback(t *testing.T) {
 	}
 }
 
+// TestCLICheckpointExpiresAndRollsBackWithoutNmstatectl, also for knmstate
+// as nmstatectl: its watchdog runs the knmstate executable, which needs
+// the nmstatectl subcommand even when invoked through the symlink.
 func TestCLICheckpointExpiresAndRollsBackWithoutNmstatectl(t *testing.T) {
-	n := newCLINode(t)
-	before := n.show(t)
-	n.mustRun(t, cliBridge, "apply", "--no-commit", "--timeout", "2")
-	// nmstatectl has exited; only the detached watchdog can undo the apply.
-	if !strings.Contains(n.mustRun(t, "", "show", "br0"), "name: br0") {
-		t.Fatal("apply --no-commit did not create br0")
-	}
-	waitFor(t, "the watchdog to roll back", func() bool { return !n.recordExists() })
-	if diff := cmp.Diff(before, n.show(t)); diff != "" {
-		t.Errorf("expired checkpoint did not restore the node (-before +after):\n%s", diff)
-	}
-	logs, _ := filepath.Glob(filepath.Join(n.stateDir, "watchdog-*.log"))
-	var text []byte
-	for _, l := range logs {
-		b, _ := os.ReadFile(l)
-		text = append(text, b...)
-	}
-	if !bytes.Contains(text, []byte("rolled back")) {
-		t.Errorf("watchdog log does not report the rollback: %q", text)
+	for _, tc := range []struct {
+		name       string
+		nmstatectl []string
+	}{
+		{"nmstatectl", []string{nmstatectlBin}},
+		{"knmstate nmstatectl", []string{knmstateBin, "nmstatectl"}},
+		{"symlink", []string{linkBin}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newCLINode(t)
+			n.nmstatectl = tc.nmstatectl
+			before := n.show(t)
+			n.mustRun(t, cliBridge, "apply", "--no-commit", "--timeout", "2")
+			// nmstatectl has exited; only the detached watchdog can undo the apply.
+			if !strings.Contains(n.mustRun(t, "", "show", "br0"), "name: br0") {
+				t.Fatal("apply --no-commit did not create br0")
+			}
+			waitFor(t, "the watchdog to roll back", func() bool { return !n.recordExists() })
+			if diff := cmp.Diff(before, n.show(t)); diff != "" {
+				t.Errorf("expired checkpoint did not restore the node (-before +after):\n%s", diff)
+			}
+			logs, _ := filepath.Glob(filepath.Join(n.stateDir, "watchdog-*.log"))
+			var text []byte
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				text = append(text, b...)
+			}
+			if !bytes.Contains(text, []byte("rolled back")) {
+				t.Errorf("watchdog log does not report the rollback: %q", text)
+			}
+		})
 	}
 }
 

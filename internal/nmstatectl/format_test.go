@@ -1,4 +1,4 @@
-package main
+package nmstatectl
 
 import (
 	"bytes"
@@ -25,8 +25,8 @@ func TestValidateReportsEveryError(t *testing.T) {
 	in := "interfaces:\n- name: v\n  type: vlan\n  vlan: {base-iface: eth1, id: 4095}\n- name: eth2\n  type: ethernet\n  mtu: 1000\n  ipv6: {enabled: true}\n"
 	var errOut bytes.Buffer
 	err := runValidate(strings.NewReader(in), &errOut, &validateOptions{file: "-"})
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 1 {
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != 1 {
 		t.Fatalf("got %v, want exit status 1", err)
 	}
 	want := "interfaces[0].vlan.id: 4095 is out of range 0..4094\n" +

@@ -1,4 +1,4 @@
-package main
+package nmstatectl
 
 import (
 	"context"
@@ -23,8 +23,8 @@ type applyOptions struct {
 	noCommit   bool
 	dryRun     bool
 	memoryOnly bool
-	// self is the nmstatectl binary the watchdog is started from.
-	self string
+	// reexec: see globalOptions.
+	reexec []string
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
@@ -43,7 +43,7 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 			if cmd.CalledAs() == "set" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "set is deprecated, use apply")
 			}
-			o.node, o.stateDir, o.file = g.node(), g.stateDir, "-"
+			o.node, o.stateDir, o.file, o.reexec = g.node(), g.stateDir, "-", g.reexec
 			if len(args) == 1 {
 				o.file = args[0]
 			}
@@ -91,7 +91,7 @@ func runApply(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, o 
 			if err := b.OnCheckpoint(ctx, rec); err != nil {
 				return err
 			}
-			return startWatchdog(o.self, o.stateDir, rec.ID)
+			return startWatchdog(o.reexec, o.stateDir, rec.ID)
 		},
 	}
 	res, err := apply.Apply(ctx, b, desired, opts)

@@ -1,4 +1,4 @@
-package main
+package nmstatectl
 
 import (
 	"errors"
@@ -86,5 +86,5 @@ func reportErrors(stderr io.Writer, err error) error {
 	for _, e := range l {
 		fmt.Fprintln(stderr, e.Error())
 	}
-	return &exitError{code: 1}
+	return &ExitError{Code: 1}
 }

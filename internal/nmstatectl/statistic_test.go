@@ -1,4 +1,4 @@
-package main
+package nmstatectl
 
 import (
 	"bytes"
@@ -65,7 +65,7 @@ features: [sriov, static-dns-name-server, static-hostname, static-route]
 }
 
 func TestStatisticJSONFromStdin(t *testing.T) {
-	root := newRootCmd()
+	root := NewCommand()
 	var out bytes.Buffer
 	root.SetIn(strings.NewReader(`hostname: {config: node-a}
 interfaces: [{name: bond1, type: bond, link-aggregation: {mode: active-backup, port: [eth1]}}]
@@ -110,7 +110,7 @@ func TestStatisticErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%v succeeded:\n%s", tc.args, out)
 			}
-			var ee *exitError
+			var ee *ExitError
 			if msg := out + err.Error(); !strings.Contains(msg, tc.want) {
 				t.Errorf("error output %q, want it to name %q", msg, tc.want)
 			} else if !errors.As(err, &ee) && !strings.Contains(err.Error(), "reading state") {

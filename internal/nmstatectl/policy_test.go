@@ -1,4 +1,4 @@
-package main
+package nmstatectl
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // error.
 func runCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
+	root := NewCommand()
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)

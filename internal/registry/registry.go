@@ -1,0 +1,79 @@
+// Package registry is the lab's container image registry: go-containerregistry's
+// in-memory registry served over plain HTTP on a listener it is given, and
+// pushing the OCI image layouts of `make images` (internal/image) into a
+// registry. It has no TLS, no authentication and no storage: images live
+// as long as the serving process, which suits a lab that pushes them at
+// start. It never listens anywhere by itself; where the listener is (the
+// lab's switch namespace) is the caller's business.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ociregistry "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/knmstate/knmstate/internal/image"
+)
+
+// shutdownTimeout bounds how long Serve waits for requests in flight
+// after its context ends.
+const shutdownTimeout = 5 * time.Second
+
+// Serve serves an empty in-memory registry on l until ctx ends, then shuts
+// down. Each request is logged as one line to logw (nil: nowhere).
+func Serve(ctx context.Context, l net.Listener, logw io.Writer) error {
+	if logw == nil {
+		logw = io.Discard
+	}
+	logger := log.New(logw, "", log.LstdFlags)
+	srv := &http.Server{
+		Handler:           ociregistry.New(ociregistry.Logger(logger)),
+		ErrorLog:          logger,
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		stopped <- srv.Shutdown(sctx)
+	}()
+	err := srv.Serve(l)
+	if !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("image registry on %s: %w", l.Addr(), err)
+	}
+	return <-stopped
+}
+
+// Push pushes the image of the OCI image layout layoutDir (one image, as
+// image.WriteLayout writes) to the registry at host ("192.0.2.1:5000",
+// plain HTTP) as repoTag ("knmstate:v0.1.0"). It returns the image's
+// digest, the same in the layout and in the registry.
+func Push(ctx context.Context, layoutDir, host, repoTag string) (v1.Hash, error) {
+	ref, err := name.NewTag(host+"/"+repoTag, name.Insecure, name.StrictValidation)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("pushing %s: %w", layoutDir, err)
+	}
+	img, err := image.ReadLayout(layoutDir)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		return v1.Hash{}, fmt.Errorf("pushing %s to %s: %w", layoutDir, ref, err)
+	}
+	return digest, nil
+}
