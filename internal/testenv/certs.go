@@ -21,6 +21,7 @@ type authority struct {
 	cert    *x509.Certificate
 	key     crypto.Signer
 	certPEM []byte
+	keyPEM  []byte
 }
 
 // ECDSA P-256 keys: generating RSA keys would cost most of the start-up.
@@ -50,7 +51,11 @@ func newAuthority(now time.Time) (*authority, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ca certificate: %w", err)
 	}
-	return &authority{cert: cert, key: key, certPEM: pemCert(der)}, nil
+	keyPEM, err := pemKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &authority{cert: cert, key: key, certPEM: pemCert(der), keyPEM: keyPEM}, nil
 }
 
 // issue signs a certificate for a client (user, groups) or, with hosts, a

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,17 @@ type Options struct {
 	// (127.0.0.1, localhost and Address always are), e.g. the address of a
 	// forwarder's far end.
 	Hosts []string
+	// Kubelets prepares the API server for real kubelets, controllers and
+	// pods: the Node authorizer and the NodeRestriction admission plugin,
+	// the `kubernetes` Service's endpoints kept (lease reconciler), its
+	// ClusterIP and names in the serving certificate, webhooks and
+	// aggregated APIs reached at their endpoints' addresses (where the API
+	// server runs there is no kube-proxy), and a client certificate for
+	// the API server's connections to kubelets.
+	Kubelets bool
+	// ServiceCIDR is the Service IP range; default 10.0.0.0/24. The first
+	// address is the `kubernetes` Service's ClusterIP.
+	ServiceCIDR string
 }
 
 // Env is one running control plane.
@@ -83,6 +95,7 @@ type Env struct {
 	StartupDuration time.Duration
 
 	ca        *authority
+	opts      Options
 	host      string
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	hosts     []string
@@ -166,6 +179,16 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	e.host = "https://" + net.JoinHostPort(reach, strconv.Itoa(ports[2]))
 	e.hosts = append([]string{"127.0.0.1", "localhost", reach}, opts.Hosts...)
+	e.opts = opts
+	if opts.Kubelets {
+		clusterIP, err := firstAddress(opts.ServiceCIDR)
+		if err != nil {
+			return nil, err
+		}
+		// What in-cluster clients dial: the Service's ClusterIP and names.
+		e.hosts = append(e.hosts, clusterIP.String(), "kubernetes", "kubernetes.default",
+			"kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
+	}
 
 	if err := e.writeCredentials(); err != nil {
 		return nil, err
@@ -233,6 +256,12 @@ func (o *Options) defaults() error {
 	if o.Etcd == "" {
 		o.Etcd = "/usr/bin/etcd"
 	}
+	if o.ServiceCIDR == "" {
+		o.ServiceCIDR = "10.0.0.0/24"
+	}
+	if _, err := firstAddress(o.ServiceCIDR); err != nil {
+		return err
+	}
 	if o.APIServer == "" {
 		if o.RepoRoot == "" {
 			root, err := FindRepoRoot()
@@ -277,7 +306,7 @@ func (e *Env) apiserverArgs(etcd, address string, port int) []string {
 		advertise = "127.0.0.1"
 	}
 	p := func(name string) string { return filepath.Join(e.Dir, "pki", name) }
-	return []string{
+	args := []string{
 		"--etcd-servers=" + etcd,
 		"--bind-address=" + address,
 		"--advertise-address=" + advertise,
@@ -286,24 +315,57 @@ func (e *Env) apiserverArgs(etcd, address string, port int) []string {
 		"--tls-cert-file=" + p("apiserver.crt"),
 		"--tls-private-key-file=" + p("apiserver.key"),
 		"--client-ca-file=" + p("ca.crt"),
-		"--authorization-mode=RBAC",
 		"--anonymous-auth=false",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + p("sa.pub"),
 		"--service-account-signing-key-file=" + p("sa.key"),
-		"--service-cluster-ip-range=10.0.0.0/24",
-		// ValidatingAdmissionPolicy is on by default in 1.36; naming it
-		// makes a future default change fail loudly instead of silently.
-		"--enable-admission-plugins=ValidatingAdmissionPolicy",
+		"--service-cluster-ip-range=" + e.opts.ServiceCIDR,
 		"--runtime-config=admissionregistration.k8s.io/v1=true",
 		// Start-up speed: no API priority and fairness bootstrap, no
-		// endpoint lease reconciliation, no profiling handlers.
+		// profiling handlers.
 		"--enable-priority-and-fairness=false",
-		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 		"--shutdown-delay-duration=0s",
 		"--v=1",
 	}
+	if !e.opts.Kubelets {
+		return append(args,
+			"--authorization-mode=RBAC",
+			// ValidatingAdmissionPolicy is on by default in 1.36; naming
+			// it makes a future default change fail loudly instead of
+			// silently.
+			"--enable-admission-plugins=ValidatingAdmissionPolicy",
+			// No kubelet or pod needs the `kubernetes` Service.
+			"--endpoint-reconciler-type=none",
+		)
+	}
+	return append(args,
+		"--authorization-mode=Node,RBAC",
+		// Node agents (knmstate's handler among them) are privileged pods.
+		"--allow-privileged=true",
+		"--enable-admission-plugins=NodeRestriction,ValidatingAdmissionPolicy",
+		"--endpoint-reconciler-type=lease",
+		// Webhook and aggregated API Services are dialed at their
+		// endpoints: no kube-proxy runs where the API server does.
+		"--enable-aggregator-routing=true",
+		"--kubelet-client-certificate="+p("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+p("apiserver-kubelet-client.key"),
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+	)
+}
+
+// firstAddress is the first host address of a CIDR, the `kubernetes`
+// Service's ClusterIP.
+func firstAddress(cidr string) (netip.Addr, error) {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("service CIDR: %w", err)
+	}
+	a := p.Masked().Addr().Next()
+	if !p.Contains(a) {
+		return netip.Addr{}, fmt.Errorf("service CIDR %s has no host address", cidr)
+	}
+	return a, nil
 }
 
 func (e *Env) writeCredentials() error {
@@ -333,10 +395,20 @@ func (e *Env) writeCredentials() error {
 	if err := os.Mkdir(pki, 0o700); err != nil {
 		return fmt.Errorf("pki dir: %w", err)
 	}
-	for name, data := range map[string][]byte{
-		"ca.crt": ca.certPEM, "apiserver.crt": srvCert, "apiserver.key": srvKey,
+	files := map[string][]byte{
+		"ca.crt": ca.certPEM, "ca.key": ca.keyPEM, "apiserver.crt": srvCert, "apiserver.key": srvKey,
 		"sa.key": saKeyPEM, "sa.pub": saPubPEM,
-	} {
+	}
+	if e.opts.Kubelets {
+		// Kubelets authorize the API server's requests (logs, exec) by
+		// this identity.
+		cert, key, err := ca.issue(now, "kube-apiserver-kubelet-client", []string{"system:masters"}, nil)
+		if err != nil {
+			return err
+		}
+		files["apiserver-kubelet-client.crt"], files["apiserver-kubelet-client.key"] = cert, key
+	}
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(pki, name), data, 0o600); err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
 		}
@@ -525,6 +597,12 @@ func (e *Env) logTail() string {
 // Host is the API server's URL as seen from where it runs (inside
 // Options.NetNS when set).
 func (e *Env) Host() string { return e.host }
+
+// PKIFile returns the path of one of the control plane's credential files
+// in Dir: "ca.crt" and "ca.key" (the CA that signs every certificate and
+// that the API server trusts for clients), "sa.key" (the service-account
+// token signing key, for kube-controller-manager).
+func (e *Env) PKIFile(name string) string { return filepath.Join(e.Dir, "pki", name) }
 
 // CAData is the PEM certificate of the control plane's CA, which signs
 // the serving certificate and every client certificate.
