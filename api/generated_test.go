@@ -54,6 +54,9 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range committed {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue // lists the CRDs for kubectl apply -k; checked in deploy
+		}
 		if _, ok := want[f]; !ok {
 			t.Errorf("%s is not generated from api/ any more: delete it (make generate)", f)
 		}

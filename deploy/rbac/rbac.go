@@ -10,6 +10,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 )
 
@@ -41,6 +42,7 @@ func Manifests() ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list rbac manifests: %w", err)
 	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "kustomization.yaml" })
 	sort.Strings(names)
 	out := make([][]byte, 0, len(names))
 	for _, n := range names {
