@@ -30,6 +30,7 @@ type handlerOptions struct {
 	debounce        time.Duration
 	unmanagedVeth   []string
 	labels          map[string]string
+	readyFile       string
 	verbosity       int
 	policy          handler.PolicySettings
 }
@@ -73,6 +74,7 @@ dial from the handler process's own namespace.`,
 	f.DurationVar(&o.debounce, "debounce", handler.DefaultDebounce, "quiet time after a network change before the state is read")
 	f.StringSliceVar(&o.unmanagedVeth, "unmanaged-veth", handler.DefaultUnmanagedVeth(), "name patterns of pod veths left out of the NodeNetworkState (when their peer is in another namespace)")
 	f.StringToStringVar(&o.labels, "nns-label", nil, "label put on the NodeNetworkState when it is created (key=value, repeatable)")
+	f.StringVar(&o.readyFile, "ready-file", "", "file created once the first NodeNetworkState is reported and touched every 30s (for `knmstate health` probes)")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity (1: every refresh decision)")
 	handler.BindPolicyFlags(f, &o.policy)
 	return cmd
@@ -108,6 +110,7 @@ func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, err
 		Debounce:        o.debounce,
 		Filter:          &handler.FilterOptions{UnmanagedVeth: o.unmanagedVeth},
 		Labels:          o.labels,
+		ReadyFile:       o.readyFile,
 		Log:             log,
 		Policy:          o.policy,
 	}

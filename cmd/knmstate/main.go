@@ -63,6 +63,7 @@ func newRootCmd(name string) *cobra.Command {
 		newBenchCmd(),
 		newControlplaneCmd(),
 		nmstatectl.NewCommand(nmstatectlName),
+		newHealthCmd(),
 	)
 	return root
 }

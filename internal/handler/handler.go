@@ -75,6 +75,11 @@ type Options struct {
 	Version string
 	// Log receives the handler's logs (the zero Logger discards them).
 	Log logr.Logger
+	// ReadyFile, when set, is created once the first NodeNetworkState is
+	// reported, touched every 30 s while the handler runs and removed when
+	// it stops: a pod's readiness and liveness probes look at it
+	// (`knmstate health`).
+	ReadyFile string
 	// Policy tunes the policy side (policy_run.go); it runs when StateDir
 	// is set and Policy.Disabled is false.
 	Policy PolicySettings

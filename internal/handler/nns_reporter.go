@@ -41,6 +41,9 @@ type reporter struct {
 	retryMax time.Duration
 	log      logr.Logger
 	now      func() time.Time
+	// alive is called after every successful refresh and every
+	// heartbeat once one refresh succeeded (the ready file); nil = none.
+	alive func()
 
 	// known is the newest copy of the object seen (nil = does not exist).
 	known *view
@@ -124,12 +127,19 @@ func (r *reporter) run(ctx context.Context) error {
 	defer retry.Stop()
 	defer resync.Stop()
 	backoff := time.Duration(0)
+	heartbeat := time.NewTicker(heartbeatPeriod)
+	defer heartbeat.Stop()
+	reported := false
 
 	refresh := func(why string) {
 		err := r.refresh(ctx, why)
 		if err == nil {
 			backoff = 0
 			retry.Stop()
+			reported = true
+			if r.alive != nil {
+				r.alive()
+			}
 			return
 		}
 		if ctx.Err() != nil {
@@ -178,9 +188,18 @@ func (r *reporter) run(ctx context.Context) error {
 			refresh("retry")
 		case <-resync.C:
 			refresh("resync")
+		case <-heartbeat.C:
+			// The loop still turns: a hung refresh or a stuck loop
+			// stops this, and the liveness probe sees it.
+			if reported && r.alive != nil {
+				r.alive()
+			}
 		}
 	}
 }
+
+// heartbeatPeriod is how often a running reporter says it is alive.
+const heartbeatPeriod = 30 * time.Second
 
 // refreshTimeout bounds one refresh (read and API calls): the API client
 // has no timeout of its own, and a connection that hangs must not stop

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -107,6 +108,14 @@ func run(ctx context.Context, opts Options) error {
 		now:      time.Now,
 		eventc:   make(chan struct{}, 1),
 	}
+	if opts.ReadyFile != "" {
+		r.alive = func() {
+			if err := touch(opts.ReadyFile); err != nil {
+				log.Error(err, "touching the ready file")
+			}
+		}
+		defer os.Remove(opts.ReadyFile)
+	}
 	inf, err := informers.GetInformer(ctx, &nmstatev1beta1.NodeNetworkState{})
 	if err != nil {
 		return fmt.Errorf("handler %s: watching node network state: %w", opts.Node, err)
@@ -166,6 +175,19 @@ func bridgeVLANFiltering(log logr.Logger) bool {
 		log.Info("the kernel cannot filter VLANs on bridges (CONFIG_BRIDGE_VLAN_FILTERING): linux-bridge ports get no default VLAN trunk")
 	}
 	return ok
+}
+
+// touch creates path or sets its modification time to now.
+func touch(path string) error {
+	now := time.Now()
+	if err := os.Chtimes(path, now, now); err == nil {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // apiConfig is opts.Config with the handler's dialer and user agent.
