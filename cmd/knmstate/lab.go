@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/nodeinit"
 )
 
 // labSelect are the flags every lab subcommand takes to select a lab.
@@ -35,7 +37,7 @@ kube-apiserver inside a switch network namespace, nodes as network
 namespaces with NICs on the switch, a handler per node and the controller.
 Needs root. Several labs coexist when their --name and --dir differ.`,
 	}
-	root.AddCommand(newLabUpCmd(), newLabRunCmd(), newLabDownCmd(), newLabStatusCmd(), newLabExecCmd())
+	root.AddCommand(newLabUpCmd(), newLabRunCmd(), newLabDownCmd(), newLabStatusCmd(), newLabExecCmd(), newLabNodeInitCmd())
 	return root
 }
 
@@ -77,7 +79,15 @@ func newLabUpCmd() *cobra.Command {
 	cmd.Flags().StringVar(&opts.Nmstatectl, "nmstatectl", "", "nmstatectl binary running each node's DHCP (default: this binary's nmstatectl subcommand); \"none\": no node runtime, eth0 is configured statically")
 	cmd.Flags().DurationVar(&opts.Heartbeat, "heartbeat", lab.DefaultHeartbeat, "period of the nodes' Ready heartbeat")
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
+	registerKubeletFlags(cmd, &opts)
 	return cmd
+}
+
+// registerKubeletFlags are the flags of kubelet mode (lab up and lab run).
+func registerKubeletFlags(cmd *cobra.Command, opts *lab.Options) {
+	cmd.Flags().BoolVar(&opts.Kubelet, "kubelet", false, "real kubelets, containerd and kube-proxy on the nodes, knmstate as pods of deploy/knmstate pulled from a registry in the lab (see docs/lab.md)")
+	cmd.Flags().StringVar(&opts.KubeBinDir, "kube-bin-dir", "", "directory of kubelet, kube-proxy, kube-controller-manager, kube-scheduler and containerd (default: that of kube-apiserver)")
+	cmd.Flags().StringVar(&opts.Images, "images", "", "directory of the images of `make images` (default: images/ next to this binary, else the repository's bin/images)")
 }
 
 // newLabRunCmd is the supervisor `lab up` starts detached; not for users.
@@ -104,6 +114,28 @@ func newLabRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&opts.Nmstatectl, "nmstatectl", "", "nmstatectl binary")
 	cmd.Flags().DurationVar(&opts.Heartbeat, "heartbeat", lab.DefaultHeartbeat, "period of the nodes' Ready heartbeat")
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
+	registerKubeletFlags(cmd, &opts)
+	return cmd
+}
+
+// newLabNodeInitCmd is PID 1 of a node in kubelet mode; not for users.
+func newLabNodeInitCmd() *cobra.Command {
+	var specPath string
+	cmd := &cobra.Command{
+		Use:    "node-init --spec FILE",
+		Short:  "Run a lab node's init (started by the lab in kubelet mode)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := nodeinit.ReadSpec(specPath)
+			if err != nil {
+				return err
+			}
+			return nodeinit.Run(cmd.Context(), spec, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+		},
+	}
+	cmd.Flags().StringVar(&specPath, "spec", "", "the node's init spec (JSON)")
+	_ = cmd.MarkFlagRequired("spec")
 	return cmd
 }
 

@@ -83,3 +83,19 @@ func ReadLayout(dir string) (v1.Image, error) {
 	}
 	return img, nil
 }
+
+// ReadRecord reads the record DIR/NAME.json that WriteLayout wrote.
+func ReadRecord(dir, name string) (Record, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+	if err != nil {
+		return Record{}, fmt.Errorf("image record: %w", err)
+	}
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return Record{}, fmt.Errorf("image record %s: %w", filepath.Join(dir, name+".json"), err)
+	}
+	if rec.Name != name || rec.Digest == "" || rec.Layout == "" {
+		return Record{}, fmt.Errorf("image record %s: name %q, digest %q, layout %q: incomplete", filepath.Join(dir, name+".json"), rec.Name, rec.Digest, rec.Layout)
+	}
+	return rec, nil
+}

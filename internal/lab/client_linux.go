@@ -63,6 +63,9 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	for _, a := range opts.HandlerArgs {
 		args = append(args, "--handler-arg="+a)
 	}
+	if opts.Kubelet {
+		args = append(args, "--kubelet", "--kube-bin-dir", opts.KubeBinDir, "--images", opts.Images)
+	}
 	cmd := exec.Command(opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = "/"
@@ -255,6 +258,20 @@ func Down(ctx context.Context, name, dir string) error {
 	if err := labnet.Sweep(name, dir); err != nil {
 		errs = append(errs, err)
 	}
+	// Kubelet mode: the nodes' cgroups, once their processes are gone
+	// (Sweep ended every node's init, and its PID namespace with it).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := removeLabCgroups(name)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			errs = append(errs, err)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
 	}
@@ -287,6 +304,11 @@ func leftovers(name, dir string, sid int) []string {
 	if mps, err := labnet.MountsUnder(dir); err == nil {
 		for _, m := range mps {
 			out = append(out, "mount "+m)
+		}
+	}
+	if hs, err := cgroupHierarchies(); err == nil {
+		for _, c := range labCgroups(hs, name) {
+			out = append(out, "cgroup "+c)
 		}
 	}
 	if _, err := os.Stat(dir); err == nil {
@@ -327,6 +349,14 @@ func ExecCommand(dir, node string, args []string) (*exec.Cmd, error) {
 	}
 	if n.UTSNS != "" {
 		ns = append(ns, "--uts="+n.UTSNS)
+	}
+	if st.Kubelet {
+		// The node's own PID namespace: its /proc is that namespace's.
+		for _, p := range st.Processes {
+			if p.Name == "node-init/"+n.Name && p.PID > 0 {
+				ns = append(ns, fmt.Sprintf("--pid=/proc/%d/ns/pid", p.PID))
+			}
+		}
 	}
 	return exec.Command("nsenter", append(append(ns, "--"), args...)...), nil
 }

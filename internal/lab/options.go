@@ -47,6 +47,19 @@ type Options struct {
 	// HandlerArgs are appended to every node's `knmstate handler` command
 	// line (e.g. shorter probe timeouts for demos and end-to-end tests).
 	HandlerArgs []string
+	// Kubelet runs real kubelets, containerd and kube-proxy on the nodes,
+	// kube-controller-manager and kube-scheduler beside the API server,
+	// and knmstate as pods from deploy/knmstate with the images of `make
+	// images`, pulled from a registry inside the lab.
+	Kubelet bool
+	// KubeBinDir holds kubelet, kube-proxy, kube-controller-manager,
+	// kube-scheduler, containerd and its shim (kubelet mode); default the
+	// directory of APIServer (the repository's bin/, from `make setup`).
+	KubeBinDir string
+	// Images is the directory of the OCI image layouts `make images`
+	// writes (kubelet mode); default images/ next to Binary, else the
+	// repository's bin/images.
+	Images string
 }
 
 // DefaultDir is the directory of the lab named name.
@@ -105,6 +118,33 @@ func (o Options) withDefaults() (Options, error) {
 			// Resolved here, from the caller's working directory: the
 			// supervisor runs in /.
 			o.APIServer = filepath.Join(root, "bin", "kube-apiserver")
+		}
+	}
+	if o.Kubelet {
+		if o.KubeBinDir == "" && o.APIServer != "" {
+			o.KubeBinDir = filepath.Dir(o.APIServer)
+		}
+		if o.Images == "" {
+			next := filepath.Join(filepath.Dir(o.Binary), "images")
+			if _, err := os.Stat(next); err == nil {
+				o.Images = next
+			} else if root, err := testenv.FindRepoRoot(); err == nil {
+				o.Images = filepath.Join(root, "bin", "images")
+			}
+		}
+		for name, dir := range map[string]string{"kube-bin-dir": o.KubeBinDir, "images": o.Images} {
+			if dir == "" {
+				continue
+			}
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+			if name == "images" {
+				o.Images = abs
+			} else {
+				o.KubeBinDir = abs
+			}
 		}
 	}
 	return o, errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // spawner forks children from one locked OS thread that lives as long as
@@ -75,6 +76,59 @@ func newSpawner(netnsPath string) (*spawner, error) {
 	return s, nil
 }
 
+// newNodeSpawner is a spawner whose children start inside a node's
+// network, mount and UTS namespaces (files as labnet.Node gives them).
+// Its thread joins them for good: a thread that changed its mount
+// namespace cannot share the process's filesystem context again, so it
+// is discarded when the spawner closes.
+func newNodeSpawner(netnsPath, mountNS, utsNS string) (*spawner, error) {
+	s := &spawner{reqs: make(chan spawnReq), done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go func() {
+		defer close(s.done)
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		err := func() error {
+			// Every file is opened first: the UTS file is not visible
+			// inside the node's mount namespace.
+			var fds []int
+			defer func() {
+				for _, fd := range fds {
+					unix.Close(fd)
+				}
+			}()
+			for _, p := range []string{netnsPath, mountNS, utsNS} {
+				fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return fmt.Errorf("spawner: opening %s: %w", p, err)
+				}
+				fds = append(fds, fd)
+			}
+			// setns into a mount namespace needs a filesystem context of
+			// the thread's own.
+			if err := unix.Unshare(unix.CLONE_FS); err != nil {
+				return fmt.Errorf("spawner: unshare fs: %w", err)
+			}
+			for i, kind := range []int{unix.CLONE_NEWNET, unix.CLONE_NEWNS, unix.CLONE_NEWUTS} {
+				if err := unix.Setns(fds[i], kind); err != nil {
+					return fmt.Errorf("spawner: entering the node's namespace %d: %w", i, err)
+				}
+			}
+			return nil
+		}()
+		ready <- err
+		if err != nil {
+			return
+		}
+		for r := range s.reqs {
+			r.err <- r.cmd.Start()
+		}
+	}()
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 func (s *spawner) start(cmd *exec.Cmd) error {
 	r := spawnReq{cmd: cmd, err: make(chan error, 1)}
 	s.reqs <- r
@@ -96,6 +150,9 @@ type proc struct {
 	args    []string
 	logPath string
 	spawner *spawner
+	// cloneflags are extra namespaces the process gets at birth
+	// (CLONE_NEWPID for a node's init).
+	cloneflags uintptr
 	// changed is called after every status change.
 	changed func()
 
@@ -134,7 +191,7 @@ func (p *proc) startOnce() (*exec.Cmd, chan struct{}, error) {
 	defer log.Close()
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true, Cloneflags: p.cloneflags}
 	if err := p.spawner.start(cmd); err != nil {
 		return nil, nil, fmt.Errorf("start %s: %w", p.name, err)
 	}

@@ -54,6 +54,16 @@ type State struct {
 	// SwitchDir holds dnsmasq's files and the nodes' resolv.conf files.
 	SwitchDir string `json:"switchDir,omitempty"`
 
+	// Kubelet: nodes run kubelets, containerd and kube-proxy, and
+	// knmstate runs as pods (kubelet mode).
+	Kubelet bool `json:"kubelet,omitempty"`
+	// CgroupPath is the lab's cgroup (every node's below it) in kubelet
+	// mode, for Down after a supervisor that was killed.
+	CgroupPath string `json:"cgroupPath,omitempty"`
+	// Images are the images the lab registry serves, by name, as
+	// references by digest (kubelet mode).
+	Images map[string]string `json:"images,omitempty"`
+
 	Nodes     []NodeState `json:"nodes,omitempty"`
 	Processes []Process   `json:"processes,omitempty"`
 }
@@ -70,6 +80,8 @@ type NodeState struct {
 	Address    string   `json:"address"`
 	NICs       []string `json:"nics"`
 	Kubeconfig string   `json:"kubeconfig"`
+	// CgroupRoot is the kubelet's cgroup root (kubelet mode).
+	CgroupRoot string `json:"cgroupRoot,omitempty"`
 }
 
 // Process is one process the supervisor runs.

@@ -183,7 +183,7 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 		Name:           o.Name,
 		Dir:            o.Dir,
 		NodeNamespaces: true,
-		Records:        map[string]netip.Addr{apiHost: gw4.Addr()},
+		Records:        map[string]netip.Addr{apiHost: gw4.Addr(), registryName + ".lab.example": gw4.Addr()},
 		DnsmasqExtra:   extra,
 		// The NICs are born unconfigured: no SLAAC from the switch's router
 		// advertisements. eth0, the primary NIC, accepts them (addNode).
@@ -230,13 +230,17 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 	}
 	envc := make(chan envResult, 1)
 	go func() {
-		e, err := testenv.Start(ctx, testenv.Options{
+		topts := testenv.Options{
 			RootDir:   o.Dir,
 			APIServer: o.APIServer,
 			NetNS:     sw.NS.Path,
 			Address:   gw4.Addr().String(),
 			Hosts:     []string{apiHost},
-		})
+		}
+		if o.Kubelet {
+			topts.Kubelets, topts.ServiceCIDR = true, serviceCIDR
+		}
+		e, err := testenv.Start(ctx, topts)
 		if err == nil {
 			s.step("control plane (etcd, kube-apiserver, CRDs, admission policy)", t)
 		}
@@ -318,8 +322,6 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 	s.state.Kubeconfig, s.state.Forwarder, s.state.APIServer = kubeconfig, fwd.Addr(), env.Host()
 	s.mu.Unlock()
 
-	// Node objects, kept Ready.
-	t = time.Now()
 	kube, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		return err
@@ -329,6 +331,28 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: componentNamespace}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", componentNamespace, err)
 	}
+	if o.Kubelet {
+		if err := s.buildKubelet(ctx, cancel, env, sw, kube, nodes, teardown); err != nil {
+			return err
+		}
+	} else if err := s.buildProcesses(ctx, cancel, env, sw, kube, nodes, teardown); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.state.Phase = PhaseReady
+	s.state.ReadyAfter = Duration(time.Since(begin))
+	s.mu.Unlock()
+	s.publish()
+	s.log.Info("lab ready", "after", time.Since(begin), "kubeconfig", kubeconfig)
+	return nil
+}
+
+// buildProcesses is the default mode: Node objects kept Ready by the
+// lab, a handler process per node on this machine's side, the controller
+// in the switch namespace.
+func (s *supervisor) buildProcesses(ctx context.Context, cancel context.CancelFunc, env *testenv.Env, sw *labnet.Switch, kube kubernetes.Interface, nodes []NodeState, teardown *[]func()) error {
+	o := s.opts
+	t := time.Now()
 	for _, n := range nodes {
 		if err := createNode(ctx, kube, n); err != nil {
 			return err
@@ -359,12 +383,6 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 		}
 		s.step("handlers: every node has a NodeNetworkState", t)
 	}
-	s.mu.Lock()
-	s.state.Phase = PhaseReady
-	s.state.ReadyAfter = Duration(time.Since(begin))
-	s.mu.Unlock()
-	s.publish()
-	s.log.Info("lab ready", "after", time.Since(begin), "kubeconfig", kubeconfig)
 	return nil
 }
 
@@ -460,7 +478,7 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 		// The node's `nmstatectl service` owns DHCP/autoconf; policy
 		// applies hand it their dynamic settings.
 		if strings.Contains(help, "--runtime-state-dir") && o.Nmstatectl != "" && o.Nmstatectl != NoNodeRuntime {
-			args = append(args, "--runtime-state-dir", filepath.Join(dir, "noded"))
+			args = append(args, "--runtime-state-dir", s.nodedStateDir(n.Name))
 		}
 		// The DNS probe asks for a name the lab's own DNS serves (the lab
 		// has no Internet, so upstream's root-servers.net never resolves:
@@ -546,6 +564,17 @@ interfaces:
     autoconf: true
 `
 
+// nodedStateDir is the node runtime's state directory. In kubelet mode it
+// is the node's /var/lib/knmstate/noded, where the handler's pod finds it
+// (a hostPath volume).
+func (s *supervisor) nodedStateDir(node string) string {
+	dir := filepath.Join(s.opts.Dir, "nodes", node)
+	if s.opts.Kubelet {
+		return filepath.Join(dir, "var", "lib", "knmstate", "noded")
+	}
+	return filepath.Join(dir, "noded")
+}
+
 // startNodeRuntime runs the node's network service (`nmstatectl service`,
 // the node runtime of pkg/noded: DHCP clients, leases, DNS) on the node's
 // namespaces, applying nodeConfig at start.
@@ -565,7 +594,7 @@ func (s *supervisor) startNodeRuntime(n *NodeState) error {
 	s.start(&proc{
 		name: "noded/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: s.opts.Nmstatectl,
 		args: append(args, "--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS,
-			"--state-dir", filepath.Join(dir, "noded"), "service", "--config", cfgDir),
+			"--state-dir", s.nodedStateDir(n.Name), "service", "--config", cfgDir),
 		logPath: filepath.Join(dir, "noded.log"), spawner: s.hostSpawner,
 	})
 	return nil

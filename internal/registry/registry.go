@@ -55,11 +55,16 @@ func Serve(ctx context.Context, l net.Listener, logw io.Writer) error {
 	return <-stopped
 }
 
+// Dialer opens connections; a registry inside a network namespace is
+// reached with a dialer that dials from inside it.
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
 // Push pushes the image of the OCI image layout layoutDir (one image, as
 // image.WriteLayout writes) to the registry at host ("192.0.2.1:5000",
-// plain HTTP) as repoTag ("knmstate:v0.1.0"). It returns the image's
-// digest, the same in the layout and in the registry.
-func Push(ctx context.Context, layoutDir, host, repoTag string) (v1.Hash, error) {
+// plain HTTP) as repoTag ("knmstate:v0.1.0"), connecting with dial (nil:
+// from this process's network namespace). It returns the image's digest,
+// the same in the layout and in the registry.
+func Push(ctx context.Context, layoutDir, host, repoTag string, dial Dialer) (v1.Hash, error) {
 	ref, err := name.NewTag(host+"/"+repoTag, name.Insecure, name.StrictValidation)
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("pushing %s: %w", layoutDir, err)
@@ -72,7 +77,13 @@ func Push(ctx context.Context, layoutDir, host, repoTag string) (v1.Hash, error)
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+	opts := []remote.Option{remote.WithContext(ctx)}
+	if dial != nil {
+		tr := remote.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = dial
+		opts = append(opts, remote.WithTransport(tr))
+	}
+	if err := remote.Write(ref, img, opts...); err != nil {
 		return v1.Hash{}, fmt.Errorf("pushing %s to %s: %w", layoutDir, ref, err)
 	}
 	return digest, nil

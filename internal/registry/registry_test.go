@@ -96,7 +96,7 @@ func TestPushPull(t *testing.T) {
 	for name, rec := range layouts(t) {
 		t.Run(name, func(t *testing.T) {
 			repoTag := "knmstate/" + name + ":lab"
-			pushed, err := Push(ctx, rec.Layout, host, repoTag)
+			pushed, err := Push(ctx, rec.Layout, host, repoTag, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +154,7 @@ func TestPushErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Push(context.Background(), tc.layout, tc.host, tc.repoTag)
+			_, err := Push(context.Background(), tc.layout, tc.host, tc.repoTag, nil)
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("error %v, want it to start with %q", err, tc.want)
 			}
