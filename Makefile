@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all setup build generate verify-generated test test-unit test-kernel test-e2e test-container demo bench clean
+.PHONY: all setup build generate verify-generated test test-unit test-kernel test-e2e test-container test-kubelet demo bench clean
 
 all: build
 
@@ -38,12 +38,19 @@ test-unit: ## tests of pure logic only (no root, no control plane)
 test: setup ## the whole test suite
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
+	@! $(GO) list -f '{{.ImportPath}}: {{join .Deps " "}}' ./pkg/... | grep -o '^[^:]*:.*knmstate/internal/[a-z/]*' || { echo "a pkg/ package depends on internal/ (above)"; exit 1; }
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) test-container
+	$(MAKE) test-kubelet
 	$(MAKE) test-kernel
 
+test-kubelet: setup build images ## the e2e suite (as inside a container) and the rollback tests on kubelet-mode labs: knmstate as pods from bin/images
+	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./test/e2e/ -args -e2e.kubelet -e2e.knmstate=$(CURDIR)/bin/knmstate -e2e.images=$(CURDIR)/bin/images
+	$(GO) test -count=1 -timeout 15m ./test/cluster/ -run 'TestRollback|TestBrokenDefaultRoute' -args -cluster.kubelet -cluster.knmstate=$(CURDIR)/bin/knmstate -cluster.images=$(CURDIR)/bin/images
+
 test-container: setup ## the lab and e2e packages again, as inside a container (private mount namespace, fresh /run)
-	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./internal/nsrun/ ./internal/labnet/... ./internal/lab/ ./test/e2e/
+	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./pkg/nsrun/ ./internal/labnet/... ./internal/lab/ ./test/e2e/
 
 test-e2e: setup ## the end-to-end suite alone: one lab, the real kubectl, every example (part of make test)
 	$(GO) test -count=1 -v -timeout 15m ./test/e2e/
@@ -54,7 +61,7 @@ test-kernel: setup ## backend tests under qemu on Debian's full kernel (bonding,
 demo: setup build ## a local cluster, example policies, their result
 	hack/demo.sh
 
-bench: setup build
+bench: setup build images
 	bin/knmstate bench --json bench/results/latest.json
 
 clean:

@@ -41,6 +41,12 @@ type benchLab struct {
 // env.LabDir. A lab of that name left by a killed run is removed first.
 // The caller must call close, also when startLab fails.
 func startLab(ctx context.Context, env Env, tag string, nodes int) (*benchLab, error) {
+	return startLabWith(ctx, env, tag, lab.Options{Nodes: nodes})
+}
+
+// startLabWith is startLab with more options (kubelet mode); Name, Dir and
+// Binary are set here.
+func startLabWith(ctx context.Context, env Env, tag string, opts lab.Options) (*benchLab, error) {
 	l := &benchLab{name: "kb-" + tag}
 	l.dir = filepath.Join(env.LabDir, l.name)
 	if err := os.MkdirAll(env.LabDir, 0o700); err != nil {
@@ -53,11 +59,12 @@ func startLab(ctx context.Context, env Env, tag string, nodes int) (*benchLab, e
 		}
 	}
 	start := time.Now()
-	st, err := lab.Up(ctx, lab.Options{Name: l.name, Dir: l.dir, Nodes: nodes, Binary: env.Binary})
+	opts.Name, opts.Dir, opts.Binary = l.name, l.dir, env.Binary
+	st, err := lab.Up(ctx, opts)
 	if err != nil {
 		return l, err
 	}
-	env.logf("bench: lab %s with %d nodes up in %v", l.name, nodes, time.Since(start).Round(time.Millisecond))
+	env.logf("bench: lab %s with %d nodes up in %v (kubelet mode: %v)", l.name, opts.Nodes, time.Since(start).Round(time.Millisecond), opts.Kubelet)
 	l.st = st
 	cfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
 	if err != nil {

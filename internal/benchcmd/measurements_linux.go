@@ -26,5 +26,6 @@ func Measurements() []Measurement {
 		{Name: "policy.rollout50", Timeout: 5 * time.Minute, Run: policyRollout50},
 		{Name: "nns.idle", Timeout: 4 * time.Minute, Run: nnsIdle},
 		{Name: "handler.rss", Timeout: 2 * time.Minute, Run: handlerRSS},
+		{Name: "handler.workingset", Timeout: 4 * time.Minute, Run: handlerWorkingSet},
 	}
 }

@@ -99,11 +99,11 @@ func addDHCPInterfaces(ctx context.Context, env Env, l *benchLab) error {
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		return err
 	}
-	nmstatectl := filepath.Join(filepath.Dir(env.Binary), "nmstatectl")
-	args := []string{"--netns", node.NetNS, "--resolv-conf", node.ResolvConf,
-		"--state-dir", filepath.Join(l.dir, "nodes", node.Name, "noded"), "-q", "apply", file}
-	if out, err := exec.CommandContext(ctx, nmstatectl, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("nmstatectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	// knmstate carries nmstatectl; the runtime follows its state dir.
+	args := []string{"nmstatectl", "--netns", node.NetNS, "--resolv-conf", node.ResolvConf,
+		"--state-dir", node.RuntimeStateDir, "-q", "apply", file}
+	if out, err := exec.CommandContext(ctx, env.Binary, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("knmstate %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

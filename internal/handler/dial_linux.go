@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/nsrun"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // NetNSDialer opens TCP connections from inside a network namespace, as a

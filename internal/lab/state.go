@@ -82,6 +82,10 @@ type NodeState struct {
 	Kubeconfig string   `json:"kubeconfig"`
 	// CgroupRoot is the kubelet's cgroup root (kubelet mode).
 	CgroupRoot string `json:"cgroupRoot,omitempty"`
+	// RuntimeStateDir is the node runtime's state directory (`nmstatectl
+	// service --state-dir`; `nmstatectl apply` with it hands the runtime
+	// dynamic settings).
+	RuntimeStateDir string `json:"runtimeStateDir,omitempty"`
 }
 
 // Process is one process the supervisor runs.

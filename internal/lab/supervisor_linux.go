@@ -410,6 +410,7 @@ func (s *supervisor) addNode(sw *labnet.Switch, n *NodeState, gw4 netip.Prefix, 
 		}
 	}
 	if dhcp {
+		n.RuntimeStateDir = s.nodedStateDir(n.Name)
 		return s.startNodeRuntime(n)
 	}
 	addr := netip.PrefixFrom(netip.MustParseAddr(n.Address), gw4.Bits())

@@ -10,7 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/knmstate/knmstate/internal/nsrun"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // Prefix starts the name of every namespace this package creates, so a

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/knmstate/knmstate/internal/nsrun"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // nameSep separates a lab's name from the rest of its namespace names. It

@@ -16,7 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/knmstate/knmstate/internal/nsrun"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // ioDeadline only bounds a broken exchange so the test fails instead of

@@ -7,7 +7,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/knmstate/knmstate/internal/nsrun"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // netnsDialer dials TCP connections from inside the network namespace at

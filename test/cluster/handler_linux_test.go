@@ -245,11 +245,7 @@ func TestCrashBetweenApplyAndCommit(t *testing.T) {
 
 func countInLog(t testing.TB, c *cluster, node, msg string) int {
 	t.Helper()
-	b, err := os.ReadFile(c.handlerLog(node))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Count(b, []byte(msg))
+	return bytes.Count(c.handlerLogText(t, node), []byte(msg))
 }
 
 // TestRestartReappliesNothing: a handler restarted with three Available

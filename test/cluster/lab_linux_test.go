@@ -31,13 +31,21 @@ import (
 	"github.com/knmstate/knmstate/internal/lab"
 )
 
-// binDir holds the binaries under test, built once by TestMain: knmstate
-// and nmstatectl (the nodes' DHCP runtime).
+// binDir holds the binary under test, built once by TestMain: knmstate
+// (which also runs the nodes' DHCP runtime as `knmstate nmstatectl`).
 var binDir string
 
 // knmstateBin, when set, is the knmstate binary under test instead of one
 // built from cmd/knmstate (e.g. a build with work in progress).
 var knmstateBin = flag.String("cluster.knmstate", "", "knmstate binary to run the lab with (default: build cmd/knmstate)")
+
+// kubeletMode runs the labs with real kubelets and the handler as pods
+// (make test-kubelet runs the rollback tests this way); imagesDir holds
+// the images of make images the pods run, which hold -cluster.knmstate.
+var (
+	kubeletMode = flag.Bool("cluster.kubelet", false, "start the labs in kubelet mode (knmstate as pods; needs -cluster.knmstate and -cluster.images from make build images)")
+	imagesDir   = flag.String("cluster.images", "", "images of make images (kubelet mode)")
+)
 
 // handlerArgs are the handlerFlags the binary under test knows.
 var handlerArgs []string
@@ -71,7 +79,7 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	for _, name := range []string{"knmstate", "nmstatectl"} {
+	for _, name := range []string{"knmstate"} {
 		if name == "knmstate" && *knmstateBin != "" {
 			b, err := os.ReadFile(*knmstateBin)
 			if err == nil {
@@ -190,7 +198,8 @@ func labNames(tag string) (name, dir string) {
 func startLab(ctx context.Context, tag string, nodes int) (*cluster, error) {
 	name, dir := labNames(tag)
 	begin := time.Now()
-	opts := lab.Options{Name: name, Dir: dir, Nodes: nodes, Binary: filepath.Join(binDir, "knmstate"), Heartbeat: time.Second, HandlerArgs: handlerArgs}
+	opts := lab.Options{Name: name, Dir: dir, Nodes: nodes, Binary: filepath.Join(binDir, "knmstate"), Heartbeat: time.Second, HandlerArgs: handlerArgs,
+		Kubelet: *kubeletMode, Images: *imagesDir}
 	st, err := lab.Up(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lab up (%d nodes) failed, retrying once: %v\n", nodes, err)
@@ -250,13 +259,44 @@ func (c *cluster) handlerPID(t testing.TB, node string) int {
 	return 0
 }
 
-// handlerLog is the path of the node's handler log.
+// handlerLog is the path of the node's handler log (process mode).
 func (c *cluster) handlerLog(node string) string {
 	return filepath.Join(c.dir, "nodes", node, "handler.log")
 }
 
-// stateDir is the node's handler state directory (checkpoint records).
+// handlerLogText is everything the node's handler logged: its log file,
+// or in kubelet mode the container logs of every handler pod the node
+// ran (the kubelet keeps them below the node's /var/log/pods).
+func (c *cluster) handlerLogText(t testing.TB, node string) []byte {
+	t.Helper()
+	if !c.st.Kubelet {
+		b, err := os.ReadFile(c.handlerLog(node))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	files, err := filepath.Glob(filepath.Join(c.dir, "nodes", node, "var", "log", "pods", "nmstate_knmstate-handler-*", "handler", "*.log"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no handler pod logs on %s (%v)", node, err)
+	}
+	var out []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+// stateDir is the node's handler state directory (checkpoint records): in
+// kubelet mode the pod's hostPath below the node's /var/lib.
 func (c *cluster) stateDir(node string) string {
+	if c.st.Kubelet {
+		return filepath.Join(c.dir, "nodes", node, "var", "lib", "knmstate", "handler")
+	}
 	return filepath.Join(c.dir, "nodes", node, "state")
 }
 

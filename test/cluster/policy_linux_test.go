@@ -297,11 +297,7 @@ func (c *cluster) labelNode(t testing.TB, node, key, value string) {
 // handlers are processes, so the in-process OnApply hook is out of reach).
 func (c *cluster) applies(t testing.TB, node string) int {
 	t.Helper()
-	b, err := os.ReadFile(c.handlerLog(node))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Count(b, []byte("msg=applying "))
+	return bytes.Count(c.handlerLogText(t, node), []byte("msg=applying "))
 }
 
 // checkpointPath is the node's pending checkpoint record (pkg/apply).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,12 +40,26 @@ type cluster struct {
 	state    *lab.State
 	// policyFlags: the handler binary has the policy flags.
 	policyFlags bool
+	// kubelet: the lab runs kubelets and knmstate as pods; images is the
+	// directory of the images it serves.
+	kubelet bool
+	images  string
 }
 
 // c is the suite's one lab, started by TestMain (read-only afterwards).
 var c *cluster
 
+// The suite runs against a lab of either mode: handler processes (the
+// default) or real kubelets with knmstate as pods (-e2e.kubelet, with the
+// binary and images of `make build images`: make test-kubelet).
+var (
+	kubeletMode = flag.Bool("e2e.kubelet", false, "run the suite on a kubelet-mode lab (knmstate as pods)")
+	knmstateBin = flag.String("e2e.knmstate", "", "knmstate binary (default: built from cmd/knmstate); in kubelet mode the one the images hold")
+	imagesDir   = flag.String("e2e.images", "", "images of make images (kubelet mode; default: the repository's bin/images)")
+)
+
 func TestMain(m *testing.M) {
+	flag.Parse()
 	os.Exit(runSuite(m))
 }
 
@@ -65,17 +80,19 @@ func runSuite(m *testing.M) (code int) {
 		return fail("%v", err)
 	}
 	defer os.RemoveAll(bin)
-	// nmstatectl next to knmstate: the lab runs it as each node's runtime.
-	for _, name := range []string{"knmstate", "nmstatectl"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), "github.com/knmstate/knmstate/cmd/"+name)
-		if out, err := build.CombinedOutput(); err != nil {
-			return fail("building %s: %v\n%s", name, err, out)
-		}
-	}
 	cl := &cluster{
 		name:     "e2e-" + strconv.Itoa(os.Getpid()),
 		knmstate: filepath.Join(bin, "knmstate"),
 		examples: filepath.Join(root, "examples"),
+		kubelet:  *kubeletMode,
+	}
+	if *knmstateBin != "" {
+		cl.knmstate = *knmstateBin
+	} else {
+		build := exec.Command("go", "build", "-o", cl.knmstate, "github.com/knmstate/knmstate/cmd/knmstate")
+		if out, err := build.CombinedOutput(); err != nil {
+			return fail("building knmstate: %v\n%s", err, out)
+		}
 	}
 	cl.dir = filepath.Join(os.TempDir(), "knmstate-e2e-"+cl.name)
 	help, _ := exec.Command(cl.knmstate, "handler", "--help").CombinedOutput()
@@ -83,6 +100,14 @@ func runSuite(m *testing.M) (code int) {
 	opts := lab.Options{
 		Name: cl.name, Dir: cl.dir, Nodes: 3, Binary: cl.knmstate,
 		APIServer: filepath.Join(root, "bin", "kube-apiserver"),
+		Kubelet:   cl.kubelet,
+	}
+	if cl.kubelet {
+		opts.Images = *imagesDir
+		if opts.Images == "" {
+			opts.Images = filepath.Join(root, "bin", "images")
+		}
+		cl.images = opts.Images
 	}
 	if cl.policyFlags {
 		opts.HandlerArgs = handlerArgs
@@ -109,7 +134,7 @@ func runSuite(m *testing.M) (code int) {
 	if err != nil {
 		return fail("lab up: %v", err)
 	}
-	fmt.Fprintf(os.Stderr, "e2e: lab %s up in %v (handler policy flags: %v)\n", cl.name, time.Since(begin).Round(time.Millisecond), cl.policyFlags)
+	fmt.Fprintf(os.Stderr, "e2e: lab %s up in %v (kubelet mode: %v, handler policy flags: %v)\n", cl.name, time.Since(begin).Round(time.Millisecond), cl.kubelet, cl.policyFlags)
 	cl.state, cl.kubeconfig = st, st.Kubeconfig
 	c = cl
 	return m.Run()

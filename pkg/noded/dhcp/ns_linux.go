@@ -7,7 +7,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/knmstate/knmstate/internal/nsrun"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // EnableIPv6Autoconf turns on router advertisement processing and SLAAC for

@@ -7,7 +7,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/knmstate/knmstate/internal/nsrun"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // SolicitRouters sends one ICMPv6 Router Solicitation on ifname in ns, so
