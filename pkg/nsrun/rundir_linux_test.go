@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/knmstate/knmstate/pkg/nsrun"
 	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // TestRunDirFirstUseWithIPNetns creates namespaces with Create and with
