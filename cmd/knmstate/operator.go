@@ -16,7 +16,7 @@ import (
 )
 
 func newOperatorCmd() *cobra.Command {
-	var kubeconfig, pullPolicy string
+	var kubeconfig, pullPolicy, podName string
 	var verbose bool
 	opts := operator.Options{}
 	cmd := &cobra.Command{
@@ -43,6 +43,11 @@ and removes them when the NMState is deleted.`,
 			klog.SetLogger(logger)
 			opts.Logger = logger
 			opts.ImagePullPolicy = corev1.PullPolicy(pullPolicy)
+			if opts.Image == "" && podName != "" {
+				if opts.Image, err = operator.OwnImage(cmd.Context(), cfg, opts.Namespace, podName); err != nil {
+					return fmt.Errorf("operator: %w", err)
+				}
+			}
 			if opts.Version == "" {
 				opts.Version = version.Version
 			}
@@ -52,7 +57,8 @@ and removes them when the NMState is deleted.`,
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty: the in-cluster service account")
 	f.StringVar(&opts.Namespace, "namespace", "nmstate", "namespace of the operands (the operator's own)")
-	f.StringVar(&opts.Image, "image", "", "image of the operands (the operator's own image)")
+	f.StringVar(&opts.Image, "image", "", "image of the operands (default: the operator's own, read from its pod --pod-name)")
+	f.StringVar(&podName, "pod-name", "", "the operator's pod (in --namespace), whose image the operands run")
 	f.StringVar(&pullPolicy, "image-pull-policy", "IfNotPresent", "pull policy of the operands' image")
 	f.StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to the handler's (repeatable; for test clusters)")
 	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "take a Lease before acting")

@@ -29,7 +29,10 @@ func Files() (map[string][]byte, error) {
 		"deploy/operator/operator.yaml":  append(OperatorRBAC(p), OperatorDeployment(p)),
 		"deploy/operator/namespace.yaml": {Namespace(p)},
 	}
-	out := map[string][]byte{}
+	out, err := HelmChart()
+	if err != nil {
+		return nil, err
+	}
 	for path, objs := range sets {
 		y, err := EncodeYAML(objs)
 		if err != nil {

@@ -45,6 +45,8 @@ func OperatorRBAC(p Params) []client.Object {
 		ObjectMeta: p.meta(OperatorName, ComponentOperator),
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "services", "secrets"}, Verbs: manage},
+			// Its own pod: its image is the operands'.
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "deployments"}, Verbs: manage},
 			{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: manage},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: manage},
@@ -91,28 +93,46 @@ func OperatorDeployment(p Params) *appsv1.Deployment {
 						Image:           p.Image,
 						ImagePullPolicy: p.ImagePullPolicy,
 						Command:         []string{"/usr/bin/knmstate", "operator"},
-						Args: []string{
+						// The operands run the operator's own image (one
+						// binary, one version): it reads it from its pod,
+						// so whatever sets the image (kustomize, Helm,
+						// an edit) sets it once.
+						Args: append([]string{
 							"--namespace=$(POD_NAMESPACE)",
-							"--image=$(OPERAND_IMAGE)",
+							"--pod-name=$(POD_NAME)",
 							"--health-probe-bind-address=:8081",
-						},
+						}, handlerArgFlags(p.HandlerArgs)...),
 						Env: []corev1.EnvVar{
 							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-							// The operands run the operator's own image:
-							// one binary, one version.
-							{Name: "OPERAND_IMAGE", Value: p.Image},
+							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 						},
 						SecurityContext: restrictedContainer(),
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU:    resource.MustParse("10m"),
-							corev1.ResourceMemory: resource.MustParse("40Mi"),
-						}},
-						Ports:          []corev1.ContainerPort{{Name: "health", ContainerPort: 8081}},
-						ReadinessProbe: ready,
-						LivenessProbe:  live,
+						Resources:       p.operatorResources(),
+						Ports:           []corev1.ContainerPort{{Name: "health", ContainerPort: 8081}},
+						ReadinessProbe:  ready,
+						LivenessProbe:   live,
 					}},
 				},
 			},
 		},
 	}
+}
+
+// handlerArgFlags passes extra handler arguments through the operator.
+func handlerArgFlags(args []string) []string {
+	var out []string
+	for _, a := range args {
+		out = append(out, "--handler-arg="+a)
+	}
+	return out
+}
+
+func (p Params) operatorResources() corev1.ResourceRequirements {
+	if p.OperatorResources != nil {
+		return *p.OperatorResources
+	}
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("10m"),
+		corev1.ResourceMemory: resource.MustParse("40Mi"),
+	}}
 }

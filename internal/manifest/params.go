@@ -58,6 +58,9 @@ type Params struct {
 	// HandlerArgs are appended to the handler's arguments (the lab's
 	// shorter probe timeouts, its DNS probe name).
 	HandlerArgs []string
+	// OperatorResources are the operator container's; default requests of
+	// 10m CPU and 40Mi memory.
+	OperatorResources *corev1.ResourceRequirements
 }
 
 func (p Params) withDefaults() Params {

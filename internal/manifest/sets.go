@@ -1,12 +1,16 @@
 package manifest
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -167,6 +171,18 @@ func pruneValue(v any) bool {
 	return false
 }
 
+// onlyComments reports whether a YAML document holds nothing but
+// comments and blank lines.
+func onlyComments(doc []byte) bool {
+	for _, l := range bytes.Split(doc, []byte("\n")) {
+		l = bytes.TrimSpace(l)
+		if len(l) > 0 && l[0] != '#' && !bytes.Equal(l, []byte("---")) {
+			return false
+		}
+	}
+	return true
+}
+
 // DecodeYAML reads what EncodeYAML wrote (and any multi-document YAML of
 // known kinds) into typed objects.
 func DecodeYAML(data []byte) ([]client.Object, error) {
@@ -176,8 +192,16 @@ func DecodeYAML(data []byte) ([]client.Object, error) {
 	}
 	dec := serializer.NewCodecFactory(s).UniversalDeserializer()
 	var out []client.Object
-	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-		if len(bytes.TrimSpace(doc)) == 0 {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading a manifest: %w", err)
+		}
+		if onlyComments(doc) {
 			continue
 		}
 		obj, _, err := dec.Decode(doc, nil, nil)

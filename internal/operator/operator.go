@@ -155,3 +155,22 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	return mgr.Start(ctx)
 }
+
+// OwnImage is the image of the operator's own container (named
+// "operator") in its pod: the operands run the same binary.
+func OwnImage(ctx context.Context, cfg *rest.Config, namespace, pod string) (string, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return "", err
+	}
+	var p corev1.Pod
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: pod}, &p); err != nil {
+		return "", fmt.Errorf("reading its own pod %s/%s: %w", namespace, pod, err)
+	}
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name == "operator" {
+			return ctr.Image, nil
+		}
+	}
+	return "", fmt.Errorf("pod %s/%s has no container named operator", namespace, pod)
+}
