@@ -90,7 +90,7 @@ type: application
 version: 0.1.0
 appVersion: "0.1.0"
 `),
-		"values.yaml": append([]byte("# Defaults render exactly deploy/operator (the plain bundle).\n"), vals...),
+		"values.yaml":              append([]byte("# Defaults render exactly deploy/operator (the plain bundle).\n"), vals...),
 		"templates/namespace.yaml": []byte("{{- if .Values.createNamespace }}\n" + string(ns) + "{{- end }}\n"),
 		"templates/operator.yaml":  []byte(operatorTmpl),
 		"templates/nmstate.yaml": []byte(`{{- if .Values.createNMState }}
