@@ -134,6 +134,13 @@ type Config struct {
 	Clock func() time.Time
 }
 
+// WithDefaults returns c with every unset field at its default (the
+// Secret and Service names the operator must use too).
+func (c Config) WithDefaults() Config {
+	c.defaults()
+	return c
+}
+
 func (c *Config) defaults() {
 	if c.CASecret == "" {
 		c.CASecret = "nmstate-webhook-ca"

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -250,4 +251,58 @@ func TestWebhookDownRefuses(t *testing.T) {
 		t.Fatalf("create with the webhook down: %v, want an error containing %s", err, want)
 	}
 	t.Logf("refused: %v", err)
+}
+
+// What a user sees: the real kubectl prints each path and reason.
+func TestKubectlShowsThePathAndReason(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl (make setup installs it): %v", err)
+	}
+	start(t, "kubectl", certs.Config{})
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	const bad = `apiVersion: nmstate.io/v1
+kind: NodeNetworkConfigurationPolicy
+metadata:
+  name: kubectl-bad
+spec:
+  capture:
+    uplink: interfaces.name == "eth1"
+  desiredState:
+    interfaces:
+    - name: eth1.5000
+      type: vlan
+      vlan:
+        base-iface: "{{ capture.uplink.interfaces.0.name }}"
+        id: 5000
+    - name: eth2
+      type: ethernet
+      foo: bar
+      mtu: "{{ capture.nope.interfaces.0.mtu }}"
+`
+	cmd := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(bad)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("kubectl apply of an invalid policy succeeded:\n%s", out)
+	}
+	want := `The NodeNetworkConfigurationPolicy "kubectl-bad" is invalid: 
+* spec.desiredState.interfaces[1].mtu: "{{ capture.nope.interfaces.0.mtu }}" refers to capture "nope", which spec.capture does not define
+* spec.desiredState.interfaces[1].foo: unknown field
+`
+	if string(out) != want {
+		t.Errorf("kubectl apply printed:\n%s\nwant:\n%s", out, want)
+	}
+
+	fixed := strings.Replace(strings.Replace(bad, "      foo: bar\n", "", 1), "capture.nope", "capture.uplink", 1)
+	cmd = exec.CommandContext(t.Context(), kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(fixed)
+	out, _ = cmd.CombinedOutput()
+	want = `The NodeNetworkConfigurationPolicy "kubectl-bad" is invalid: spec.desiredState.interfaces[0].vlan.id: 5000 is out of range 0..4094` + "\n"
+	if string(out) != want {
+		t.Errorf("kubectl apply of the decodable policy printed:\n%s\nwant:\n%s", out, want)
+	}
 }
