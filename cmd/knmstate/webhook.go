@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/knmstate/knmstate/internal/manifest"
 	"github.com/knmstate/knmstate/internal/webhook"
 )
 
@@ -62,9 +63,10 @@ watched through the API, so a rotated certificate is used at once. Serves
 	f := cmd.Flags()
 	f.StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: the in-cluster service account")
 	f.BoolVar(&opts.verbose, "verbose", false, "log every refusal and TLS handshake error")
-	f.StringVar(&opts.SecretNamespace, "secret-namespace", "nmstate", "namespace of the serving certificate's Secret")
-	f.StringVar(&opts.SecretName, "secret-name", "nmstate-webhook", "name of the serving certificate's Secret (kubernetes.io/tls)")
+	f.StringVar(&opts.SecretNamespace, "secret-namespace", manifest.DefaultNamespace, "namespace of the serving certificate's Secret")
+	f.StringVar(&opts.SecretName, "secret-name", manifest.WebhookServingSecret, "name of the serving certificate's Secret (kubernetes.io/tls)")
 	f.StringVar(&opts.BindAddress, "bind-address", "", "address to listen on; empty: all addresses")
 	f.IntVar(&opts.Port, "port", webhook.DefaultPort, "port to listen on")
+	f.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", "0", `address of plain-HTTP /healthz and /readyz (also served over HTTPS on --port); "0" disables`)
 	return cmd
 }

@@ -47,7 +47,7 @@ kind: Issuer
 metadata:
   labels:
     app: kubernetes-nmstate
-  name: nmstate-webhook-selfsigned
+  name: knmstate-webhook-selfsigned
   namespace: nmstate
 spec:
   selfSigned: {}
@@ -56,22 +56,22 @@ kind: Certificate
 metadata:
   labels:
     app: kubernetes-nmstate
-  name: nmstate-webhook-ca
+  name: knmstate-webhook-ca
   namespace: nmstate
 spec:
-  commonName: nmstate-webhook-ca
+  commonName: knmstate-webhook-ca
   duration: 8760h0m0s
   isCA: true
   issuerRef:
     group: cert-manager.io
     kind: Issuer
-    name: nmstate-webhook-selfsigned
+    name: knmstate-webhook-selfsigned
   privateKey:
     algorithm: ECDSA
     rotationPolicy: Always
     size: 256
   renewBefore: 24h0m0s
-  secretName: nmstate-webhook-ca
+  secretName: knmstate-webhook-ca
   secretTemplate:
     labels:
       app: kubernetes-nmstate
@@ -80,36 +80,36 @@ kind: Issuer
 metadata:
   labels:
     app: kubernetes-nmstate
-  name: nmstate-webhook-ca
+  name: knmstate-webhook-ca
   namespace: nmstate
 spec:
   ca:
-    secretName: nmstate-webhook-ca
+    secretName: knmstate-webhook-ca
 `, `apiVersion: cert-manager.io/v1
 kind: Certificate
 metadata:
   labels:
     app: kubernetes-nmstate
-  name: nmstate-webhook
+  name: knmstate-webhook
   namespace: nmstate
 spec:
-  commonName: nmstate-webhook.nmstate.svc
+  commonName: knmstate-webhook.nmstate.svc
   dnsNames:
-  - nmstate-webhook.nmstate.svc
-  - nmstate-webhook
-  - nmstate-webhook.nmstate
-  - nmstate-webhook.nmstate.svc.cluster.local
+  - knmstate-webhook.nmstate.svc
+  - knmstate-webhook
+  - knmstate-webhook.nmstate
+  - knmstate-webhook.nmstate.svc.cluster.local
   duration: 4380h0m0s
   issuerRef:
     group: cert-manager.io
     kind: Issuer
-    name: nmstate-webhook-ca
+    name: knmstate-webhook-ca
   privateKey:
     algorithm: ECDSA
     rotationPolicy: Always
     size: 256
   renewBefore: 24h0m0s
-  secretName: nmstate-webhook
+  secretName: knmstate-webhook-serving-cert
   secretTemplate:
     labels:
       app: kubernetes-nmstate
@@ -120,7 +120,7 @@ spec:
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
-	if got := cfg.InjectCAFrom(); got != "nmstate/nmstate-webhook" {
+	if got := cfg.InjectCAFrom(); got != "nmstate/knmstate-webhook" {
 		t.Errorf("InjectCAFrom = %q", got)
 	}
 }

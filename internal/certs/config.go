@@ -101,14 +101,15 @@ const (
 type Config struct {
 	// Namespace holds the Secrets and the webhook's Service.
 	Namespace string
-	// CASecret names the CA's Secret; default "nmstate-webhook-ca".
+	// CASecret names the CA's Secret; default "knmstate-webhook-ca".
+	// (The defaults are internal/manifest's names.)
 	CASecret string
 	// ServingSecret names the serving certificate's Secret, the one the
-	// webhook server reads; default "nmstate-webhook".
+	// webhook server reads; default "knmstate-webhook-serving-cert".
 	ServingSecret string
 	// Service names the webhook's Service; the certificate is valid for
 	// SERVICE, SERVICE.NAMESPACE, SERVICE.NAMESPACE.svc and
-	// SERVICE.NAMESPACE.svc.cluster.local. Default "nmstate-webhook".
+	// SERVICE.NAMESPACE.svc.cluster.local. Default "knmstate-webhook".
 	Service string
 	// ExtraNames are further DNS names or IP addresses of the
 	// certificate (a webhook reached by URL, in tests 127.0.0.1).
@@ -143,13 +144,13 @@ func (c Config) WithDefaults() Config {
 
 func (c *Config) defaults() {
 	if c.CASecret == "" {
-		c.CASecret = "nmstate-webhook-ca"
+		c.CASecret = "knmstate-webhook-ca"
 	}
 	if c.ServingSecret == "" {
-		c.ServingSecret = "nmstate-webhook"
+		c.ServingSecret = "knmstate-webhook-serving-cert"
 	}
 	if c.Service == "" {
-		c.Service = "nmstate-webhook"
+		c.Service = "knmstate-webhook"
 	}
 	if c.Intervals == (Intervals{}) {
 		c.Intervals = DefaultIntervals

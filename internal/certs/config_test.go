@@ -49,7 +49,7 @@ func TestConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"nmstate-webhook.nmstate.svc", "nmstate-webhook", "nmstate-webhook.nmstate", "nmstate-webhook.nmstate.svc.cluster.local",
+	want := []string{"knmstate-webhook.nmstate.svc", "knmstate-webhook", "knmstate-webhook.nmstate", "knmstate-webhook.nmstate.svc.cluster.local",
 		"webhook.example", "127.0.0.1", "::1"}
 	if diff := cmp.Diff(want, c.Names()); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)

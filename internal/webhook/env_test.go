@@ -2,8 +2,10 @@ package webhook_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -48,6 +50,7 @@ type fixture struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	url    string
+	health string // base URL of the plain-HTTP probes
 }
 
 // testIntervals rotate in seconds: a CA every 6 s (valid 12 s), a serving
@@ -82,7 +85,13 @@ func start(t *testing.T, ns string, cfg certs.Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{ns: ns, admin: admin, kube: kube, done: make(chan struct{}), url: "https://" + ln.Addr().String()}
+	hln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := hln.Addr().String()
+	hln.Close() // free again for the server (a small race with other programs)
+	f := &fixture{ns: ns, admin: admin, kube: kube, done: make(chan struct{}), url: "https://" + ln.Addr().String(), health: "http://" + health}
 
 	cfg.Namespace = ns
 	cfg.ExtraNames = append(cfg.ExtraNames, "127.0.0.1")
@@ -101,7 +110,7 @@ func start(t *testing.T, ns string, cfg certs.Config) *fixture {
 	go func() { errs <- mgr.Start(runCtx) }()
 	go func() {
 		errs <- webhook.Run(runCtx, webhook.Options{Client: kubernetes.NewForConfigOrDie(webhookCfg),
-			SecretNamespace: ns, SecretName: "nmstate-webhook", Listener: ln})
+			SecretNamespace: ns, SecretName: cfg.WithDefaults().ServingSecret, Listener: ln, HealthProbeBindAddress: health})
 	}()
 	go func() {
 		for range 2 {
@@ -145,6 +154,7 @@ func (f *fixture) waitReady(t *testing.T) {
 		p := policy("ready-probe", ethernet("eth1"))
 		last = f.admin.Create(t.Context(), p, client.DryRunAll)
 		if last == nil && p.Annotations[shared.WebhookMutatingTimestampAnnotation] != "" {
+			f.checkProbes(t)
 			return
 		}
 		if last == nil {
@@ -153,6 +163,22 @@ func (f *fixture) waitReady(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("webhook not ready after 30 s: %v", last)
+}
+
+// checkProbes checks /healthz and /readyz over HTTPS and plain HTTP.
+func (f *fixture) checkProbes(t *testing.T) {
+	t.Helper()
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for _, u := range []string{f.url + "/healthz", f.url + "/readyz", f.health + "/healthz", f.health + "/readyz"} {
+		resp, err := insecure.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", u, resp.Status)
+		}
+	}
 }
 
 // identity creates a user with exactly the component's RBAC rules and
@@ -165,7 +191,7 @@ func identity(t *testing.T, kube kubernetes.Interface, ns, user string, cfg cert
 	if cfg.Namespace != "" {
 		namespaced, cluster = certs.Rules(cfg)
 	} else {
-		namespaced = webhook.Rules("nmstate-webhook")
+		namespaced = webhook.Rules(certs.Config{}.WithDefaults().ServingSecret)
 	}
 	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user, APIGroup: rbacv1.GroupName}}
 	name := user + "-" + ns

@@ -28,10 +28,11 @@ func TestRotationFailsNoRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("rotation takes about 20 s")
 	}
-	f := start(t, "rotation", certs.Config{Intervals: testIntervals, Propagation: time.Second})
+	cfg := certs.Config{Intervals: testIntervals, Propagation: time.Second}
+	f := start(t, "rotation", cfg)
 	cas, servings := map[string]bool{}, map[string]bool{}
 	observe := func() {
-		for name, seen := range map[string]map[string]bool{"nmstate-webhook-ca": cas, "nmstate-webhook": servings} {
+		for name, seen := range map[string]map[string]bool{cfg.WithDefaults().CASecret: cas, cfg.WithDefaults().ServingSecret: servings} {
 			s, err := f.kube.CoreV1().Secrets(f.ns).Get(t.Context(), name, metav1.GetOptions{})
 			if err != nil {
 				t.Errorf("get Secret %s: %v", name, err)

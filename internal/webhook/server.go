@@ -33,6 +33,10 @@ type Options struct {
 	Port        int
 	// Listener, when set, is used instead of BindAddress and Port (tests).
 	Listener net.Listener
+	// HealthProbeBindAddress, unless "" or "0", also serves /healthz and
+	// /readyz over plain HTTP there (for kubelet probes that should not
+	// depend on the certificate).
+	HealthProbeBindAddress string
 	// Logger receives the server's logs; default discards.
 	Logger logr.Logger
 	// Clock returns the current time (the mutations' timestamps); default
@@ -73,7 +77,8 @@ const shutdownGrace = 10 * time.Second
 // Run serves the admission webhooks over HTTPS until ctx ends: the policy
 // validation (ValidatePath), upstream's three mutations (MutatePath,
 // StatusMutatePath, TimestampMutatePath), /healthz (the process serves)
-// and /readyz (a serving certificate is loaded). The certificate comes from
+// and /readyz (a serving certificate is loaded); the last two also over
+// HTTP on HealthProbeBindAddress. The certificate comes from
 // the Secret, watched through the API (certs.SecretSource), so a rotated
 // certificate is served at the next handshake. Run returns nil when ctx
 // ends, after requests in flight finish.
@@ -95,6 +100,15 @@ func Run(ctx context.Context, opts Options) error {
 		if ln, err = net.Listen("tcp", addr); err != nil {
 			return fmt.Errorf("webhook: listen on %s: %w", addr, err)
 		}
+	}
+	if a := opts.HealthProbeBindAddress; a != "" && a != "0" {
+		hln, err := net.Listen("tcp", a)
+		if err != nil {
+			return fmt.Errorf("webhook: health probes on %s: %w", a, err)
+		}
+		health := &http.Server{Handler: healthHandler(source.Ready), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = health.Serve(hln) }()
+		defer health.Close()
 	}
 	srv := &http.Server{
 		Handler:           Handler(lg, opts.Clock, source.Ready),
@@ -137,6 +151,16 @@ func Handler(lg logr.Logger, clock func() time.Time, ready func() error) http.Ha
 	hook(MutatePath, mutate(clearConditions, clock))
 	hook(StatusMutatePath, mutate(unknownConditions, clock))
 	hook(TimestampMutatePath, mutate(timestamp, clock))
+	health := healthHandler(ready)
+	mux.Handle("/healthz", health)
+	mux.Handle("/readyz", health)
+	return mux
+}
+
+// healthHandler serves /healthz (the process serves) and /readyz (ready()
+// reports nil).
+func healthHandler(ready func() error) http.Handler {
+	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := ready(); err != nil {
