@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +28,13 @@ import (
 	"github.com/knmstate/knmstate/internal/webhook"
 )
 
-var env *testenv.Env
+var (
+	env  *testenv.Env
+	runs atomic.Int64
+)
+
+// unique makes a namespace name unique in the test binary's run.
+func unique(name string) string { return fmt.Sprintf("%s-%d", name, runs.Add(1)) }
 
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
@@ -43,6 +50,8 @@ func run(t *testing.T, cfg certs.Config) (kubernetes.Interface, certs.Config, fu
 	ctx := context.Background()
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := kube.CoreV1().Namespaces().Get(ctx, cfg.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		// First use in this run (namespaces never finish deleting here, so
+		// tests pass one made unique by unique()).
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +73,7 @@ func run(t *testing.T, cfg certs.Config) (kubernetes.Interface, certs.Config, fu
 	cfg.ValidatingConfigs = []string{cfg.Namespace}
 	cfg.MutatingConfigs = []string{cfg.Namespace}
 	cfg = cfg.WithDefaults()
-	user := "certs-" + cfg.Namespace + "-" + strings.ToLower(string(cfg.Issuer))
+	user := fmt.Sprintf("certs-%s-%s-%d", cfg.Namespace, strings.ToLower(string(cfg.Issuer)), runs.Add(1))
 	grant(t, kube, cfg, user)
 	uc, err := env.UserConfig(user)
 	if err != nil {
@@ -163,6 +172,16 @@ func injected(t *testing.T, kube kubernetes.Interface, cfg certs.Config) func() 
 		}
 		return nil
 	}
+}
+
+// certManagerCRDsInstalled reports whether an earlier run installed them.
+func certManagerCRDsInstalled(t *testing.T) bool {
+	t.Helper()
+	_, err := apiextensions.NewForConfigOrDie(env.Config).ApiextensionsV1().CustomResourceDefinitions().Get(t.Context(), "certificates.cert-manager.io", metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
 }
 
 // installCertManagerCRDs installs stand-ins of cert-manager's Issuer and

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +32,10 @@ import (
 	"github.com/knmstate/knmstate/internal/webhook"
 )
 
-var env *testenv.Env
+var (
+	env  *testenv.Env
+	runs atomic.Int64
+)
 
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
@@ -73,6 +77,9 @@ func scheme(t *testing.T) *runtime.Scheme {
 func start(t *testing.T, ns string, cfg certs.Config) *fixture {
 	t.Helper()
 	ctx := context.Background()
+	// Namespaces never finish deleting here (no namespace controller):
+	// each run takes a new one.
+	ns = fmt.Sprintf("%s-%d", ns, runs.Add(1))
 	admin, err := client.New(env.Config, client.Options{Scheme: scheme(t)})
 	if err != nil {
 		t.Fatal(err)
