@@ -56,5 +56,9 @@
 // server's GetCertificate; a deleted or broken Secret leaves the last good
 // certificate in service.
 //
+// Rules gives the Manager's RBAC rules (every rule limited to the objects
+// it names, except create) and SourceRules a SecretSource's; Config's
+// defaults (WithDefaults) are internal/manifest's object names.
+//
 // The package talks to the API server only; it never touches a node.
 package certs

@@ -22,6 +22,7 @@
 // effects, AdmissionReview v1, reached through a Service or a URL
 // (Endpoint).
 //
-// The server only reads its Secret; it writes nothing to the API and never
-// touches a node.
+// Rules are the RBAC rules the server needs (get, list, watch of its one
+// Secret). The server only reads that Secret; it writes nothing to the API
+// and never touches a node.
 package webhook
