@@ -239,6 +239,8 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 		}
 		if o.Kubelet {
 			topts.Kubelets, topts.ServiceCIDR = true, serviceCIDR
+			// Nothing of knmstate: its bundle brings the CRDs.
+			topts.SkipInstall = o.Install == InstallNone
 		}
 		e, err := testenv.Start(ctx, topts)
 		if err == nil {

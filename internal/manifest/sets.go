@@ -19,9 +19,9 @@ import (
 )
 
 // Operands are what the operator creates for an NMState, in apply order:
-// identities, admission policies, network policies, Services, then the
-// workloads. The webhook configurations (their CA bundle is the
-// certificate manager's) come from the caller.
+// identities, admission policies, network policies, Services, the webhook
+// configurations (their CA bundle is the certificate manager's), then the
+// workloads.
 func Operands(p Params) []client.Object {
 	var objs []client.Object
 	objs = append(objs, HandlerRBAC(p)...)
@@ -33,6 +33,7 @@ func Operands(p Params) []client.Object {
 	objs = append(objs, NodeScope(p)...)
 	objs = append(objs, NetworkPolicies(p)...)
 	objs = append(objs, WebhookService(p), MetricsService(p), WebhookPDB(p))
+	objs = append(objs, WebhookConfigurations(p)...)
 	objs = append(objs, WebhookDeployment(p), ControllerDeployment(p), HandlerDaemonSet(p))
 	return objs
 }

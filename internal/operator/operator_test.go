@@ -46,7 +46,8 @@ func startOperator(t *testing.T, opts Options) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := NewManager(env.Config, opts)
+	mgr, stop, err := NewManager(env.Config, opts)
+	t.Cleanup(stop)
 	if err != nil {
 		t.Fatal(err)
 	}
