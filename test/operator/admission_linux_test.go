@@ -1,3 +1,5 @@
+//go:build kubelet
+
 package operator
 
 import (

@@ -1,3 +1,8 @@
+// The suite needs the images of make images and a kubelet lab: it is
+// compiled only with -tags kubelet (make test-kubelet).
+
+//go:build kubelet
+
 // Package operator is the operator's acceptance suite: a kubelet-mode lab
 // with nothing of knmstate installed, then a user's path through it with
 // the real kubectl and Helm — the bundle of deploy/operator and an NMState,

@@ -1,3 +1,5 @@
+//go:build kubelet
+
 package operator
 
 import (
@@ -38,7 +40,7 @@ type suite struct {
 	kubeconfig      string
 	state           *lab.State
 	// images: N (make images) and N+1 (the same tree, another version).
-	imagesN, imagesNext string
+	imagesN, imagesNext   string
 	versionN, versionNext string
 }
 
