@@ -7,16 +7,21 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
 )
 
@@ -67,6 +72,12 @@ type Options struct {
 	// Clock returns the current time; default time.Now. Tests never need
 	// it, it keeps the decisions' `now` in one place.
 	Clock func() time.Time
+
+	// gaugeRegistry receives the leader's kubernetes-nmstate gauges;
+	// default controller-runtime's metrics.Registry (what the metrics
+	// endpoint serves). Tests of several replicas in one process give each
+	// its own.
+	gaugeRegistry prometheus.Registerer
 }
 
 func (o *Options) defaults() {
@@ -102,6 +113,9 @@ func (o *Options) defaults() {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.gaugeRegistry == nil {
+		o.gaugeRegistry = ctrlmetrics.Registry
 	}
 }
 
@@ -160,6 +174,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		RetryPeriod:                   &opts.RetryPeriod,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&v1beta1.NodeNetworkState{}: {Transform: reduceNodeNetworkState},
+		}},
 		// Controller names only have to be unique for metrics; tests run
 		// several instances in one process.
 		Controller: config.Controller{SkipNameValidation: &skip},
@@ -167,7 +184,14 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
 	}
-	if err := setup(context.Background(), mgr, opts); err != nil {
+	m, err := metrics.NewController(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("controller metrics: %w", err)
+	}
+	if err := setup(context.Background(), mgr, opts, m); err != nil {
+		return nil, err
+	}
+	if err := serveGauges(mgr, opts.gaugeRegistry, opts.Logger.WithName("gauges")); err != nil {
 		return nil, err
 	}
 	return mgr, nil
