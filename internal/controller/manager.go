@@ -17,12 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
+	"github.com/knmstate/knmstate/internal/scrape"
 )
 
 // DefaultQPS and DefaultBurst limit the controller's API requests when its
@@ -59,8 +59,10 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod tune the election;
 	// defaults 15s, 10s and 2s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// MetricsBindAddress serves Prometheus metrics; "" or "0" disables.
-	MetricsBindAddress string
+	// Metrics is the metrics endpoint (disabled by default): controller-
+	// runtime's metrics, the controller's counters and, on the leader,
+	// kubernetes-nmstate's gauges (docs/metrics.md).
+	Metrics scrape.Options
 	// HealthProbeBindAddress serves /healthz and /readyz; "" or "0"
 	// disables.
 	HealthProbeBindAddress string
@@ -95,9 +97,6 @@ func (o *Options) defaults() {
 	}
 	if o.RetryPeriod == 0 {
 		o.RetryPeriod = 2 * time.Second
-	}
-	if o.MetricsBindAddress == "" {
-		o.MetricsBindAddress = "0"
 	}
 	if o.HealthProbeBindAddress == "" {
 		o.HealthProbeBindAddress = "0"
@@ -172,7 +171,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaseDuration:                 &opts.LeaseDuration,
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                       opts.Metrics.Server(),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&v1beta1.NodeNetworkState{}: {Transform: reduceNodeNetworkState},

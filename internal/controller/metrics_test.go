@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -14,14 +16,21 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/deploy/rbac"
 	"github.com/knmstate/knmstate/internal/rollout"
+	"github.com/knmstate/knmstate/internal/scrape"
 )
 
 // freeAddr returns a loopback address with a port nothing listens on.
@@ -36,10 +45,10 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// scrape is one scrape of a metrics endpoint.
-type scrape map[string]*dto.MetricFamily
+// metricFamilies is one scrape of a metrics endpoint.
+type metricFamilies map[string]*dto.MetricFamily
 
-func scrapeURL(url string) (scrape, error) {
+func scrapeURL(url string) (metricFamilies, error) {
 	resp, err := http.Get(url)
 	if err != nil {
 		return nil, err
@@ -53,7 +62,7 @@ func scrapeURL(url string) (scrape, error) {
 }
 
 // sum adds the values of the series of name whose labels include want.
-func (s scrape) sum(name string, want map[string]string) float64 {
+func (s metricFamilies) sum(name string, want map[string]string) float64 {
 	mf := s[name]
 	if mf == nil {
 		return 0
@@ -85,7 +94,7 @@ func (s scrape) sum(name string, want map[string]string) float64 {
 
 // series lists the label sets of name's series that include want, each as
 // "k=v,k=v" (sorted), to tell a 0 from no series.
-func (s scrape) series(name string, want map[string]string) []string {
+func (s metricFamilies) series(name string, want map[string]string) []string {
 	var out []string
 	for _, m := range s[name].GetMetric() {
 		var kv []string
@@ -112,7 +121,7 @@ type metricsEndpoint struct {
 	url string
 }
 
-func (m metricsEndpoint) scrape() scrape {
+func (m metricsEndpoint) scrape() metricFamilies {
 	m.t.Helper()
 	s, err := scrapeURL(m.url)
 	if err != nil {
@@ -121,9 +130,9 @@ func (m metricsEndpoint) scrape() scrape {
 	return s
 }
 
-func (m metricsEndpoint) wait(what string, cond func(scrape) (bool, string)) scrape {
+func (m metricsEndpoint) wait(what string, cond func(metricFamilies) (bool, string)) metricFamilies {
 	m.t.Helper()
-	var last scrape
+	var last metricFamilies
 	eventually(m.t, what, func() (bool, string) {
 		s, err := scrapeURL(m.url)
 		if err != nil {
@@ -138,7 +147,7 @@ func (m metricsEndpoint) wait(what string, cond func(scrape) (bool, string)) scr
 // waitValue waits until the sum of name's series with labels is want.
 func (m metricsEndpoint) waitValue(name string, labels map[string]string, want float64) {
 	m.t.Helper()
-	m.wait(fmt.Sprintf("%s%v = %v", name, labels, want), func(s scrape) (bool, string) {
+	m.wait(fmt.Sprintf("%s%v = %v", name, labels, want), func(s metricFamilies) (bool, string) {
 		got := s.sum(name, labels)
 		return got == want, fmt.Sprintf("%v", got)
 	})
@@ -186,14 +195,14 @@ func (f *fixture) rollOutPolicy(suffix string, nodes []string, outcome string, w
 func TestMetricsFollowObjects(t *testing.T) {
 	f := newFixture(t, "metrics")
 	addr := freeAddr(t)
-	startController(t, "knmstate-controller-metrics", Options{MetricsBindAddress: addr})
+	startController(t, "knmstate-controller-metrics", Options{Metrics: scrape.Options{BindAddress: addr}})
 	m := metricsEndpoint{t: t, url: "http://" + addr + "/metrics"}
 	nodes := f.nodes(2)
 	n1 := nodes[0]
 
 	// The leader serves the gauges once its cache is synced: all four
 	// policy series are there even without policies of this test.
-	base := m.wait("policy status gauges", func(s scrape) (bool, string) {
+	base := m.wait("policy status gauges", func(s metricFamilies) (bool, string) {
 		got := s.series("kubernetes_nmstate_policies_status", nil)
 		return len(got) == 4, fmt.Sprint(got)
 	})
@@ -213,14 +222,14 @@ func TestMetricsFollowObjects(t *testing.T) {
 		for _, n := range nodes {
 			f.setCurrentState(n, bridge)
 		}
-		m.wait("a linux-bridge per node", func(s scrape) (bool, string) {
+		m.wait("a linux-bridge per node", func(s metricFamilies) (bool, string) {
 			got := s.series("kubernetes_nmstate_network_interfaces", bridges)
 			return len(got) == 2 && s.sum("kubernetes_nmstate_network_interfaces", bridges) == 2, fmt.Sprint(got)
 		})
 		for _, n := range nodes {
 			f.setCurrentState(n, eth)
 		}
-		m.wait("no linux-bridge series", func(s scrape) (bool, string) {
+		m.wait("no linux-bridge series", func(s metricFamilies) (bool, string) {
 			got := s.series("kubernetes_nmstate_network_interfaces", bridges)
 			return len(got) == 0, fmt.Sprint(got)
 		})
@@ -235,7 +244,7 @@ func TestMetricsFollowObjects(t *testing.T) {
 		f.setCurrentState(n1, static)
 		m.waitValue("kubernetes_nmstate_routes", staticV4, 1)
 		f.setCurrentState(n1, dynamic)
-		m.wait("no static route series", func(s scrape) (bool, string) {
+		m.wait("no static route series", func(s metricFamilies) (bool, string) {
 			got := s.series("kubernetes_nmstate_routes", staticV4)
 			return len(got) == 0, fmt.Sprint(got)
 		})
@@ -267,14 +276,14 @@ func TestMetricsFollowObjects(t *testing.T) {
 		if err := f.c.admin.Delete(f.ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		m.wait("no feature, policy and enactments gone", func(s scrape) (bool, string) {
+		m.wait("no feature, policy and enactments gone", func(s metricFamilies) (bool, string) {
 			features := s.series("kubernetes_nmstate_features_applied", feature)
 			enactments := s.series("kubernetes_nmstate_enactments_status", map[string]string{"node": n1})
 			available := s.sum("kubernetes_nmstate_policies_status", map[string]string{"status": "Available"})
 			return len(features) == 0 && len(enactments) == 0 && available == baseAvailable,
 				fmt.Sprintf("features %v, enactments of %s %v, Available %v", features, n1, enactments, available)
 		})
-		m.wait("enactments collected", func(s scrape) (bool, string) {
+		m.wait("enactments collected", func(s metricFamilies) (bool, string) {
 			got := s.sum("knmstate_controller_enactments_collected_total", map[string]string{"reason": "policyDeleted"}) - baseCollected
 			return got == 2, fmt.Sprintf("%v collected", got)
 		})
@@ -283,7 +292,7 @@ func TestMetricsFollowObjects(t *testing.T) {
 	t.Run("degraded policy", func(t *testing.T) {
 		p := f.rollOutPolicy("bad", nodes, "failed", rollout.Degraded)
 		m.waitValue("kubernetes_nmstate_policies_status", map[string]string{"status": "Degraded"}, baseDegraded+1)
-		m.wait("failing or aborted enactments", func(s scrape) (bool, string) {
+		m.wait("failing or aborted enactments", func(s metricFamilies) (bool, string) {
 			var n float64
 			for _, node := range nodes {
 				n += s.sum("kubernetes_nmstate_enactments_status", map[string]string{"node": node, "status": "Failing"})
@@ -302,10 +311,100 @@ func TestMetricsFollowObjects(t *testing.T) {
 		if err := f.c.admin.Delete(f.ctx, nns); err != nil {
 			t.Fatal(err)
 		}
-		m.wait("no series of "+n1, func(s scrape) (bool, string) {
+		m.wait("no series of "+n1, func(s metricFamilies) (bool, string) {
 			got := append(s.series("kubernetes_nmstate_network_interfaces", map[string]string{"node": n1}),
 				s.series("kubernetes_nmstate_routes", map[string]string{"node": n1})...)
 			return len(got) == 0, fmt.Sprint(got)
 		})
 	})
+}
+
+// TestMetricsSecure serves the endpoint as deployed (HTTPS, scrapers
+// authorized by the API server) under the controller's deploy/rbac
+// identity: no token is 401, a ServiceAccount without
+// knmstate-metrics-reader 403, one with it gets the metrics.
+func TestMetricsSecure(t *testing.T) {
+	c := getCluster(t)
+	ctx := t.Context()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(sa string) string {
+		t.Helper()
+		obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: rbac.Namespace}}
+		if err := c.admin.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.admin.Delete(context.Background(), obj) })
+		tr, err := cs.CoreV1().ServiceAccounts(rbac.Namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	scraper, stranger := token("metrics-scraper"), token("metrics-stranger")
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-scraper"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "knmstate-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "metrics-scraper", Namespace: rbac.Namespace}},
+	}
+	if err := c.admin.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.admin.Delete(context.Background(), binding) })
+
+	addr := freeAddr(t)
+	startController(t, "knmstate-controller-secure", Options{Metrics: scrape.Options{BindAddress: addr, Secure: true}})
+	hc := &http.Client{Transport: &http.Transport{
+		// Self-signed: the ServiceMonitor skips verification too.
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // test of a self-signed endpoint
+		ForceAttemptHTTP2: true,
+	}}
+	get := func(tok string) (*http.Response, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+		if err != nil {
+			return nil, "", err
+		}
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp, string(body), err
+	}
+	eventually(t, "the scraper gets the gauges", func() (bool, string) {
+		resp, body, err := get(scraper)
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.StatusCode == http.StatusOK && strings.Contains(body, "kubernetes_nmstate_policies_status"), resp.Status
+	})
+	resp, _, err := get(scraper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProtoMajor != 1 {
+		t.Errorf("served over %s, want HTTP/1.1 only", resp.Proto)
+	}
+	for _, tc := range []struct {
+		who, token string
+		want       int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"not a token", "nonsense", http.StatusUnauthorized},
+		{"a ServiceAccount without the reader role", stranger, http.StatusForbidden},
+	} {
+		resp, body, err := get(tc.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != tc.want || strings.Contains(body, "kubernetes_nmstate") {
+			t.Errorf("%s: %s, want %d and no metrics", tc.who, resp.Status, tc.want)
+		}
+	}
 }
