@@ -166,7 +166,7 @@ func (f *fixture) setCurrentState(node, doc string) {
 		f.t.Fatal(err)
 	}
 	nns := &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	if err := f.c.handler.Status().Patch(f.ctx, nns, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := f.c.handlerOf(node).Status().Patch(f.ctx, nns, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -258,7 +258,7 @@ func TestMetricsFollowObjects(t *testing.T) {
 		}
 		feature := map[string]string{"name": "dhcpv4-custom-hostname"}
 		e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: shared.EnactmentName(n1, p.Name)}}
-		if err := f.c.handler.Status().Patch(f.ctx, e, client.RawPatch(types.MergePatchType,
+		if err := f.c.handlerOf(n1).Status().Patch(f.ctx, e, client.RawPatch(types.MergePatchType,
 			[]byte(`{"status":{"features":["dhcpv4-custom-hostname"]}}`))); err != nil {
 			t.Fatal(err)
 		}

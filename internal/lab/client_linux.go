@@ -64,7 +64,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		args = append(args, "--handler-arg="+a)
 	}
 	if opts.Kubelet {
-		args = append(args, "--kubelet", "--kube-bin-dir", opts.KubeBinDir, "--images", opts.Images)
+		args = append(args, "--kubelet", "--kube-bin-dir", opts.KubeBinDir, "--images", opts.Images, "--install", opts.Install)
 	}
 	cmd := exec.Command(opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
