@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/manifest"
+	"github.com/knmstate/knmstate/internal/metrics"
 )
 
 // Options configure the operator.
@@ -133,8 +135,12 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			return nil, err
 		}
 	}
+	m, err := metrics.NewOperator(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("operator metrics: %w", err)
+	}
 	r := &reconciler{client: mgr.GetClient(), scheme: scheme, opts: opts, log: opts.Logger.WithName("nmstate"),
-		extra: opts.Extra, active: opts.Active, now: time.Now}
+		extra: opts.Extra, active: opts.Active, now: time.Now, metrics: m}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("nmstate").
 		For(&nmstatev1.NMState{}, builder.WithPredicates()).
