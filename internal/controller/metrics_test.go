@@ -8,14 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -29,6 +25,7 @@ import (
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/deploy/rbac"
+	"github.com/knmstate/knmstate/internal/metrics/metricstest"
 	"github.com/knmstate/knmstate/internal/rollout"
 	"github.com/knmstate/knmstate/internal/scrape"
 )
@@ -46,72 +43,10 @@ func freeAddr(t *testing.T) string {
 }
 
 // metricFamilies is one scrape of a metrics endpoint.
-type metricFamilies map[string]*dto.MetricFamily
+type metricFamilies = metricstest.Families
 
 func scrapeURL(url string) (metricFamilies, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
-}
-
-// sum adds the values of the series of name whose labels include want.
-func (s metricFamilies) sum(name string, want map[string]string) float64 {
-	mf := s[name]
-	if mf == nil {
-		return 0
-	}
-	var total float64
-	for _, m := range mf.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for k, v := range want {
-			if labels[k] != v {
-				match = false
-			}
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.Gauge != nil:
-			total += m.GetGauge().GetValue()
-		case m.Counter != nil:
-			total += m.GetCounter().GetValue()
-		}
-	}
-	return total
-}
-
-// series lists the label sets of name's series that include want, each as
-// "k=v,k=v" (sorted), to tell a 0 from no series.
-func (s metricFamilies) series(name string, want map[string]string) []string {
-	var out []string
-	for _, m := range s[name].GetMetric() {
-		var kv []string
-		match := true
-		for _, l := range m.GetLabel() {
-			if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
-				match = false
-			}
-			kv = append(kv, l.GetName()+"="+l.GetValue())
-		}
-		if match {
-			sort.Strings(kv)
-			out = append(out, strings.Join(kv, ","))
-		}
-	}
-	sort.Strings(out)
-	return out
+	return metricstest.Get(http.DefaultClient, url, "")
 }
 
 // metricsEndpoint scrapes one controller's endpoint until a condition on
@@ -148,7 +83,7 @@ func (m metricsEndpoint) wait(what string, cond func(metricFamilies) (bool, stri
 func (m metricsEndpoint) waitValue(name string, labels map[string]string, want float64) {
 	m.t.Helper()
 	m.wait(fmt.Sprintf("%s%v = %v", name, labels, want), func(s metricFamilies) (bool, string) {
-		got := s.sum(name, labels)
+		got := s.Sum(name, labels)
 		return got == want, fmt.Sprintf("%v", got)
 	})
 }
@@ -203,13 +138,13 @@ func TestMetricsFollowObjects(t *testing.T) {
 	// The leader serves the gauges once its cache is synced: all four
 	// policy series are there even without policies of this test.
 	base := m.wait("policy status gauges", func(s metricFamilies) (bool, string) {
-		got := s.series("kubernetes_nmstate_policies_status", nil)
+		got := s.Series("kubernetes_nmstate_policies_status", nil)
 		return len(got) == 4, fmt.Sprint(got)
 	})
-	baseAvailable := base.sum("kubernetes_nmstate_policies_status", map[string]string{"status": "Available"})
-	baseDegraded := base.sum("kubernetes_nmstate_policies_status", map[string]string{"status": "Degraded"})
-	baseGranted := base.sum("knmstate_controller_permits_granted_total", nil)
-	baseCollected := base.sum("knmstate_controller_enactments_collected_total", map[string]string{"reason": "policyDeleted"})
+	baseAvailable := base.Sum("kubernetes_nmstate_policies_status", map[string]string{"status": "Available"})
+	baseDegraded := base.Sum("kubernetes_nmstate_policies_status", map[string]string{"status": "Degraded"})
+	baseGranted := base.Sum("knmstate_controller_permits_granted_total", nil)
+	baseCollected := base.Sum("knmstate_controller_enactments_collected_total", map[string]string{"reason": "policyDeleted"})
 
 	t.Run("interfaces", func(t *testing.T) {
 		eth := "interfaces: [{name: eth0, type: ethernet, state: up}, {name: lo, type: loopback}]"
@@ -223,14 +158,14 @@ func TestMetricsFollowObjects(t *testing.T) {
 			f.setCurrentState(n, bridge)
 		}
 		m.wait("a linux-bridge per node", func(s metricFamilies) (bool, string) {
-			got := s.series("kubernetes_nmstate_network_interfaces", bridges)
-			return len(got) == 2 && s.sum("kubernetes_nmstate_network_interfaces", bridges) == 2, fmt.Sprint(got)
+			got := s.Series("kubernetes_nmstate_network_interfaces", bridges)
+			return len(got) == 2 && s.Sum("kubernetes_nmstate_network_interfaces", bridges) == 2, fmt.Sprint(got)
 		})
 		for _, n := range nodes {
 			f.setCurrentState(n, eth)
 		}
 		m.wait("no linux-bridge series", func(s metricFamilies) (bool, string) {
-			got := s.series("kubernetes_nmstate_network_interfaces", bridges)
+			got := s.Series("kubernetes_nmstate_network_interfaces", bridges)
 			return len(got) == 0, fmt.Sprint(got)
 		})
 	})
@@ -245,7 +180,7 @@ func TestMetricsFollowObjects(t *testing.T) {
 		m.waitValue("kubernetes_nmstate_routes", staticV4, 1)
 		f.setCurrentState(n1, dynamic)
 		m.wait("no static route series", func(s metricFamilies) (bool, string) {
-			got := s.series("kubernetes_nmstate_routes", staticV4)
+			got := s.Series("kubernetes_nmstate_routes", staticV4)
 			return len(got) == 0, fmt.Sprint(got)
 		})
 	})
@@ -264,10 +199,10 @@ func TestMetricsFollowObjects(t *testing.T) {
 		}
 		m.waitValue("kubernetes_nmstate_features_applied", feature, 1)
 		s := m.scrape()
-		if got := s.sum("knmstate_controller_permits_granted_total", nil) - baseGranted; got < 2 {
+		if got := s.Sum("knmstate_controller_permits_granted_total", nil) - baseGranted; got < 2 {
 			t.Errorf("%v permits granted, want at least one per node (2)", got)
 		}
-		if got := s.sum("knmstate_controller_policy_status_writes_total", map[string]string{"status": "Available"}); got < 1 {
+		if got := s.Sum("knmstate_controller_policy_status_writes_total", map[string]string{"status": "Available"}); got < 1 {
 			t.Errorf("%v Available status writes, want at least 1", got)
 		}
 
@@ -277,14 +212,14 @@ func TestMetricsFollowObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.wait("no feature, policy and enactments gone", func(s metricFamilies) (bool, string) {
-			features := s.series("kubernetes_nmstate_features_applied", feature)
-			enactments := s.series("kubernetes_nmstate_enactments_status", map[string]string{"node": n1})
-			available := s.sum("kubernetes_nmstate_policies_status", map[string]string{"status": "Available"})
+			features := s.Series("kubernetes_nmstate_features_applied", feature)
+			enactments := s.Series("kubernetes_nmstate_enactments_status", map[string]string{"node": n1})
+			available := s.Sum("kubernetes_nmstate_policies_status", map[string]string{"status": "Available"})
 			return len(features) == 0 && len(enactments) == 0 && available == baseAvailable,
 				fmt.Sprintf("features %v, enactments of %s %v, Available %v", features, n1, enactments, available)
 		})
 		m.wait("enactments collected", func(s metricFamilies) (bool, string) {
-			got := s.sum("knmstate_controller_enactments_collected_total", map[string]string{"reason": "policyDeleted"}) - baseCollected
+			got := s.Sum("knmstate_controller_enactments_collected_total", map[string]string{"reason": "policyDeleted"}) - baseCollected
 			return got == 2, fmt.Sprintf("%v collected", got)
 		})
 	})
@@ -295,8 +230,8 @@ func TestMetricsFollowObjects(t *testing.T) {
 		m.wait("failing or aborted enactments", func(s metricFamilies) (bool, string) {
 			var n float64
 			for _, node := range nodes {
-				n += s.sum("kubernetes_nmstate_enactments_status", map[string]string{"node": node, "status": "Failing"})
-				n += s.sum("kubernetes_nmstate_enactments_status", map[string]string{"node": node, "status": "Aborted"})
+				n += s.Sum("kubernetes_nmstate_enactments_status", map[string]string{"node": node, "status": "Failing"})
+				n += s.Sum("kubernetes_nmstate_enactments_status", map[string]string{"node": node, "status": "Aborted"})
 			}
 			return n >= 1, fmt.Sprintf("%v failing or aborted", n)
 		})
@@ -312,8 +247,8 @@ func TestMetricsFollowObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.wait("no series of "+n1, func(s metricFamilies) (bool, string) {
-			got := append(s.series("kubernetes_nmstate_network_interfaces", map[string]string{"node": n1}),
-				s.series("kubernetes_nmstate_routes", map[string]string{"node": n1})...)
+			got := append(s.Series("kubernetes_nmstate_network_interfaces", map[string]string{"node": n1}),
+				s.Series("kubernetes_nmstate_routes", map[string]string{"node": n1})...)
 			return len(got) == 0, fmt.Sprint(got)
 		})
 	})

@@ -339,15 +339,15 @@ func (r *PolicyReconciler) rollbackEvent(e *enactment, gen int64, o txOutcome) {
 	case metrics.RollbackVerification:
 		why = "the network did not show the desired state"
 	default:
-		why = "applying it failed"
+		why = "the apply failed"
 	}
 	switch o.result {
 	case metrics.ApplyRolledBack:
 		r.events.Eventf(e, nil, corev1.EventTypeWarning, "RolledBack", "Apply",
-			"generation %d rolled back, %s: the previous network state is restored", gen, why)
+			"generation %d rolled back (%s): the previous network state is restored", gen, why)
 	case metrics.ApplyRollbackFailed:
 		r.events.Eventf(e, nil, corev1.EventTypeWarning, "RollbackFailed", "Apply",
-			"generation %d could not be rolled back after %s: the node's network is as the failure left it", gen, why)
+			"generation %d not rolled back (%s, then the rollback failed): the node's network is as the failure left it", gen, why)
 	}
 }
 

@@ -1,48 +1,23 @@
 package handler
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
+	"github.com/knmstate/knmstate/internal/metrics/metricstest"
 	"github.com/knmstate/knmstate/internal/scrape"
 )
 
-// scrapeCounter reads one counter series from a metrics endpoint (0 when
-// absent).
+// scrapeCounter reads the sum of a counter's series with labels from a
+// metrics endpoint.
 func scrapeCounter(url, name string, labels map[string]string) (float64, error) {
-	resp, err := http.Get(url)
+	f, err := metricstest.Get(http.DefaultClient, url, "")
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-series:
-	for _, m := range mfs[name].GetMetric() {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if got[k] != v {
-				continue series
-			}
-		}
-		return m.GetCounter().GetValue(), nil
-	}
-	return 0, nil
+	return f.Sum(name, labels), nil
 }
 
 // TestHandlerMetricsEndpoint runs a handler with its endpoint and reads its

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/knmstate/knmstate/internal/metrics"
+	"github.com/knmstate/knmstate/internal/metrics/metricstest"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
@@ -33,30 +34,15 @@ func newTestMetrics(t testing.TB) testMetrics {
 // ...): counters by value, histograms by sample count.
 func (m testMetrics) value(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := m.reg.Gather()
+	f, err := metricstest.Gather(m.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var total float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, s := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, l := range s.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for i := 0; i+1 < len(labels); i += 2 {
-				if got[labels[i]] != labels[i+1] {
-					continue series
-				}
-			}
-			total += s.GetCounter().GetValue() + float64(s.GetHistogram().GetSampleCount())
-		}
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
 	}
-	return total
+	return f.Sum(name, want)
 }
 
 func TestApplyErrorOutcome(t *testing.T) {

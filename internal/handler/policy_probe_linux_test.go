@@ -110,7 +110,7 @@ func TestPolicyUnreachableGatewayRolledBack(t *testing.T) {
 	}
 	m.wantRollback(t, n.name, "ping")
 	ev := waitWarning(t, n.c, e.Name, "RolledBack")
-	if want := "generation 1 rolled back, the ping probe failed after the apply: the previous network state is restored"; ev.Note != want || ev.Regarding.Kind != "NodeNetworkConfigurationEnactment" {
+	if want := "generation 1 rolled back (the ping probe failed after the apply): the previous network state is restored"; ev.Note != want || ev.Regarding.Kind != "NodeNetworkConfigurationEnactment" {
 		t.Errorf("event about %s %s: %q, want %q", ev.Regarding.Kind, ev.Regarding.Name, ev.Note, want)
 	}
 }

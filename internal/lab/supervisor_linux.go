@@ -519,7 +519,7 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 	// Its metrics on the switch namespace's loopback (docs/metrics.md):
 	// `ip netns exec SWITCH curl 127.0.0.1:8089/metrics`.
 	start(&proc{name: "controller", where: "switch netns " + sw.NS.Name, bin: o.Binary,
-		args: []string{"controller", "--kubeconfig", kc, "--metrics-bind-address=" + ControllerMetricsAddress, "--metrics-secure=false"},
+		args:    []string{"controller", "--kubeconfig", kc, "--metrics-bind-address=" + ControllerMetricsAddress, "--metrics-secure=false"},
 		logPath: filepath.Join(o.Dir, "controller.log"), spawner: s.swSpawner})
 	return nil
 }

@@ -8,35 +8,13 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/knmstate/knmstate/internal/handler"
 	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/metrics/metricstest"
 )
 
 // metricFamilies is one scrape.
-type metricFamilies map[string]*dto.MetricFamily
-
-// sum adds the gauge values of name's series whose labels include want.
-func (m metricFamilies) sum(name string, want map[string]string) float64 {
-	var total float64
-series:
-	for _, s := range m[name].GetMetric() {
-		got := map[string]string{}
-		for _, l := range s.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if got[k] != v {
-				continue series
-			}
-		}
-		total += s.GetGauge().GetValue()
-	}
-	return total
-}
+type metricFamilies = metricstest.Families
 
 // controllerScraper returns a function that scrapes the metrics of the
 // controller replica that leads, as Prometheus in the cluster would.
@@ -52,7 +30,9 @@ func controllerScraper(t *testing.T) func() (metricFamilies, error) {
 		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			DialContext: (&handler.NetNSDialer{Path: "/run/netns/" + c.state.SwitchNS}).DialContext,
 		}}
-		return func() (metricFamilies, error) { return get(hc, "http://"+lab.ControllerMetricsAddress+"/metrics", "") }
+		return func() (metricFamilies, error) {
+			return metricstest.Get(hc, "http://"+lab.ControllerMetricsAddress+"/metrics", "")
+		}
 	}
 	kubectlIn(t, `apiVersion: v1
 kind: ServiceAccount
@@ -89,28 +69,8 @@ subjects: [{kind: ServiceAccount, name: e2e-prometheus, namespace: nmstate}]
 		if err != nil {
 			return nil, err
 		}
-		return get(hc, "https://"+ip+":8089/metrics", token)
+		return metricstest.Get(hc, "https://"+ip+":8089/metrics", token)
 	}
-}
-
-func get(hc *http.Client, url, token string) (metricFamilies, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
 }
 
 // TestMetrics is kubernetes-nmstate's metrics e2e on the lab: a policy
@@ -140,12 +100,12 @@ func TestMetrics(t *testing.T) {
 	type counts struct{ bridges, static, policies, node01, node02, node03 float64 }
 	read := func(m metricFamilies) counts {
 		return counts{
-			m.sum("kubernetes_nmstate_network_interfaces", bridges),
-			m.sum("kubernetes_nmstate_routes", static),
-			m.sum("kubernetes_nmstate_policies_status", available),
-			m.sum("kubernetes_nmstate_enactments_status", nodeAvailable("node01")),
-			m.sum("kubernetes_nmstate_enactments_status", nodeAvailable("node02")),
-			m.sum("kubernetes_nmstate_enactments_status", nodeAvailable("node03")),
+			m.Sum("kubernetes_nmstate_network_interfaces", bridges),
+			m.Sum("kubernetes_nmstate_routes", static),
+			m.Sum("kubernetes_nmstate_policies_status", available),
+			m.Sum("kubernetes_nmstate_enactments_status", nodeAvailable("node01")),
+			m.Sum("kubernetes_nmstate_enactments_status", nodeAvailable("node02")),
+			m.Sum("kubernetes_nmstate_enactments_status", nodeAvailable("node03")),
 		}
 	}
 	before := read(base)

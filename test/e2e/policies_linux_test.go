@@ -230,7 +230,7 @@ func TestRollback(t *testing.T) {
 			`jsonpath={range .items[*]}{.involvedObject.kind}/{.involvedObject.name} {.type} {.reason}: {.message}{"\n"}{end}`)
 		for _, want := range []string{
 			`NodeNetworkConfigurationPolicy/break-gateway Warning ReconcileFailed: reconciliation of enactment "node02.break-gateway" has failed after 1 retries`,
-			`NodeNetworkConfigurationEnactment/node02.break-gateway Warning RolledBack: generation 1 rolled back, the ping probe failed after the apply`,
+			`NodeNetworkConfigurationEnactment/node02.break-gateway Warning RolledBack: generation 1 rolled back (the ping probe failed after the apply): the previous network state is restored`,
 		} {
 			if !strings.Contains(out, want) {
 				return "no event " + want + " in:\n" + out
