@@ -87,9 +87,14 @@ func run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("handler %s: %w", opts.Node, err)
 		}
 	}
-	if err := serveMetrics(ctx, opts, cfg, httpClient, log); err != nil {
+	metricsDone, err := serveMetrics(ctx, opts, cfg, httpClient, log)
+	if err != nil {
 		return fmt.Errorf("handler %s: %w", opts.Node, err)
 	}
+	defer func() {
+		cancel()
+		<-metricsDone
+	}()
 	// The cache only watches this node's NodeNetworkState (deletions and
 	// other writers' changes); writes and the Node lookup go direct.
 	informers, err := cache.New(cfg, cache.Options{
@@ -175,24 +180,28 @@ func run(ctx context.Context, opts Options) error {
 	return err
 }
 
-// serveMetrics starts the metrics endpoint, when enabled, until ctx ends.
-// An endpoint that cannot listen (the port is taken on the node) is logged,
-// not fatal: the node's network matters more than its metrics, and the
-// scrape target shows as down.
-func serveMetrics(ctx context.Context, opts Options, cfg *rest.Config, hc *http.Client, log logr.Logger) error {
+// serveMetrics starts the metrics endpoint, when enabled, until ctx ends;
+// the channel is closed once it has stopped. An endpoint that cannot
+// listen (the port is taken on the node) is logged, not fatal: the node's
+// network matters more than its metrics, and the scrape target shows as
+// down.
+func serveMetrics(ctx context.Context, opts Options, cfg *rest.Config, hc *http.Client, log logr.Logger) (<-chan struct{}, error) {
+	done := make(chan struct{})
 	if !opts.Metrics.Enabled() {
-		return nil
+		close(done)
+		return done, nil
 	}
 	srv, err := metricsserver.NewServer(opts.Metrics.Server(), cfg, hc)
 	if err != nil {
-		return fmt.Errorf("metrics endpoint: %w", err)
+		return nil, fmt.Errorf("metrics endpoint: %w", err)
 	}
 	go func() {
+		defer close(done)
 		if err := srv.Start(ctx); err != nil {
 			log.Error(err, "metrics endpoint stopped", "address", opts.Metrics.BindAddress)
 		}
 	}()
-	return nil
+	return done, nil
 }
 
 // bridgeVLANFiltering asks the kernel whether linux bridges can filter
