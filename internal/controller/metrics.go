@@ -53,7 +53,14 @@ func (c *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	emit := func(g metrics.Gauge, samples []metrics.Sample) {
 		for _, s := range samples {
-			ch <- prometheus.MustNewConstMetric(c.descs[g.Name], prometheus.GaugeValue, s.Value, s.Labels...)
+			m, err := prometheus.NewConstMetric(c.descs[g.Name], prometheus.GaugeValue, s.Value, s.Labels...)
+			if err != nil {
+				// Not expected (label values come from JSON, valid UTF-8);
+				// a panic here would take the process down.
+				c.log.Error(err, "series left out of the scrape", "metric", g.Name, "labels", s.Labels)
+				continue
+			}
+			ch <- m
 		}
 	}
 	// A failed read leaves its gauges out of this scrape rather than
