@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/manifest"
+	"github.com/knmstate/knmstate/internal/metrics"
 )
 
 // Options configure the operator.
@@ -128,7 +130,11 @@ func NewManager(cfg *rest.Config, opts Options) (mgr manager.Manager, stop func(
 			return nil, stop, err
 		}
 	}
-	r := &reconciler{client: mgr.GetClient(), scheme: scheme, opts: opts, log: opts.Logger.WithName("nmstate"), now: time.Now}
+	m, err := metrics.NewOperator(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, stop, fmt.Errorf("operator metrics: %w", err)
+	}
+	r := &reconciler{client: mgr.GetClient(), scheme: scheme, opts: opts, log: opts.Logger.WithName("nmstate"), now: time.Now, metrics: m}
 	if !opts.NoCertificates {
 		if r.certs, err = newCertControl(cfg, opts.Namespace, opts.Logger.WithName("certificates")); err != nil {
 			return nil, stop, err

@@ -20,6 +20,7 @@ import (
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/internal/manifest"
+	"github.com/knmstate/knmstate/internal/metrics"
 )
 
 // fieldOwner is the operator's name in server-side apply.
@@ -35,9 +36,18 @@ type reconciler struct {
 	// exists; nil: none (tests of the rest).
 	certs *certControl
 	now   func() time.Time
+	// metrics counts reconciles and their duration (nil: not counted).
+	metrics *metrics.Operator
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	res, err := r.reconcile(ctx, req)
+	r.metrics.ObserveReconcile(time.Since(start), err)
+	return res, err
+}
+
+func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := r.log.WithValues("nmstate", req.Name)
 	var nm nmstatev1.NMState
 	if err := r.client.Get(ctx, req.NamespacedName, &nm); err != nil {
