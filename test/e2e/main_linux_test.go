@@ -103,6 +103,8 @@ func runSuite(m *testing.M) (code int) {
 		Kubelet:   cl.kubelet,
 	}
 	if cl.kubelet {
+		// As users install it: the operator bundle and an NMState.
+		opts.Install = lab.InstallOperator
 		opts.Images = *imagesDir
 		if opts.Images == "" {
 			opts.Images = filepath.Join(root, "bin", "images")

@@ -189,9 +189,18 @@ func runDegraded(t *testing.T, e example) {
 // runStored: the NMState CR is accepted and stored; nothing in the lab
 // acts on it (no operator).
 func runStored(t *testing.T, e example) {
+	// Installed by the operator (kubelet mode): the example is the very
+	// object the cluster runs on; applying it must keep it Available, and
+	// deleting it would uninstall knmstate.
+	_, err := kubectlErr(t, "get", "nmstate", e.policy)
+	installed := err == nil
 	kubectl(t, "apply", "-f", filepath.Join(c.examples, e.file))
 	if got := kubectl(t, "get", "nmstate", e.policy, "-o", "jsonpath={.metadata.name}"); got != e.policy {
 		t.Errorf("kubectl get nmstate %s: %q", e.policy, got)
+	}
+	if installed {
+		kubectl(t, "wait", "--for=condition=Available", "nmstate/"+e.policy, "--timeout=2m")
+		return
 	}
 	kubectl(t, "delete", "nmstate", e.policy, "--wait")
 }
