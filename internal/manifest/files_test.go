@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/knmstate/knmstate/internal/testenv"
 )
@@ -71,5 +74,34 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	}
 	if !bytes.Equal(y, again) {
 		t.Errorf("encoding is not stable:\n%s\n---- vs ----\n%s", y, again)
+	}
+}
+
+// No role knmstate installs grants with wildcards.
+func TestNoWildcardRBAC(t *testing.T) {
+	bundle, err := OperatorBundle(Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range append(append(Operands(Params{}), Standalone(Params{})...), bundle...) {
+		var rules []rbacv1.PolicyRule
+		switch r := o.(type) {
+		case *rbacv1.ClusterRole:
+			rules = r.Rules
+		case *rbacv1.Role:
+			rules = r.Rules
+		default:
+			continue
+		}
+		for i, rule := range rules {
+			for _, field := range [][]string{rule.APIGroups, rule.Resources, rule.Verbs, rule.ResourceNames, rule.NonResourceURLs} {
+				if slices.Contains(field, "*") {
+					t.Errorf("%T %s rules[%d]: a wildcard: %+v", o, o.GetName(), i, rule)
+				}
+			}
+			if len(rule.Verbs) == 0 {
+				t.Errorf("%T %s rules[%d]: no verbs", o, o.GetName(), i)
+			}
+		}
 	}
 }

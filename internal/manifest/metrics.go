@@ -2,6 +2,7 @@ package manifest
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -40,4 +41,31 @@ func MetricsRBAC(p Params) []client.Object {
 		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
 	}
 	return []client.Object{auth, binding, reader}
+}
+
+// ServiceMonitor has the Prometheus operator scrape the controller's
+// metrics Service (HTTPS with Prometheus' own token, which must be bound
+// to MetricsReaderName). Applied only where its CRD exists; an unstructured
+// object, since knmstate does not depend on the Prometheus operator's
+// types.
+func ServiceMonitor(p Params) client.Object {
+	p = p.withDefaults()
+	labels := map[string]any{}
+	for k, v := range p.labels(ComponentController) {
+		labels[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1",
+		"kind":       "ServiceMonitor",
+		"metadata":   map[string]any{"name": MetricsName, "namespace": p.Namespace, "labels": labels},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"prometheus.knmstate.io": "true"}},
+			"endpoints": []any{map[string]any{
+				"port":            "metrics",
+				"scheme":          "https",
+				"bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+				"tlsConfig":       map[string]any{"insecureSkipVerify": true},
+			}},
+		},
+	}}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -33,7 +34,7 @@ func Operands(p Params) []client.Object {
 	objs = append(objs, PermitGuard(p)...)
 	objs = append(objs, NodeScope(p)...)
 	objs = append(objs, NetworkPolicies(p)...)
-	objs = append(objs, WebhookService(p), MetricsService(p), WebhookPDB(p))
+	objs = append(objs, WebhookService(p), MetricsService(p), ServiceMonitor(p), WebhookPDB(p))
 	objs = append(objs, WebhookConfigurations(p)...)
 	objs = append(objs, WebhookDeployment(p), ControllerDeployment(p), HandlerDaemonSet(p))
 	return objs
@@ -103,6 +104,9 @@ func Scheme() (*runtime.Scheme, error) {
 // objects built in Go leave them empty).
 func WithKinds(s *runtime.Scheme, objs []client.Object) error {
 	for _, o := range objs {
+		if _, ok := o.(*unstructured.Unstructured); ok {
+			continue // carries its own
+		}
 		gvks, _, err := s.ObjectKinds(o)
 		if err != nil {
 			return fmt.Errorf("kind of %T: %w", o, err)
