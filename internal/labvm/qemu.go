@@ -31,6 +31,9 @@ type Machine struct {
 	MemoryMiB, CPUs int
 	// Console is the file the serial console is written to.
 	Console string
+	// TranslationCacheMiB bounds TCG's cache of translated code; 0 is
+	// qemu's default (1 GiB, most of a guest's resident memory).
+	TranslationCacheMiB int
 	// Forwards are the ports of this machine's loopback forwarded into
 	// the guest.
 	Forwards []Forward
@@ -46,9 +49,13 @@ func (m Machine) Args() []string {
 	for _, f := range m.Forwards {
 		netdev = append(netdev, fmt.Sprintf("hostfwd=tcp:127.0.0.1:%d-%s:%d", f.HostPort, GuestAddr, f.GuestPort))
 	}
+	accel := "tcg"
+	if m.TranslationCacheMiB > 0 {
+		accel += ",tb-size=" + strconv.Itoa(m.TranslationCacheMiB)
+	}
 	return []string{
 		// TCG: KVM is listed on the development VMs but hangs.
-		"-accel", "tcg", "-cpu", "max",
+		"-accel", accel, "-cpu", "max",
 		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMiB),
 		"-nodefaults", "-nographic", "-no-reboot", "-monitor", "none",
 		"-serial", "file:" + m.Console,
