@@ -320,6 +320,14 @@ func (s *supervisor) ready(begin time.Time) {
 // address) is where the API server listens in every mode.
 var lanPrefix = netip.MustParsePrefix("192.0.2.1/24")
 
+// switchVLANs are the tagged networks of the switch in guest mode, with
+// DHCP: upstream's examples and e2e tests put VLANs 102 and 103 on the
+// nodes' NICs and bonds.
+var switchVLANs = []labnet.VLAN{
+	{ID: 102, Gateway4: netip.MustParsePrefix("10.102.0.1/24")},
+	{ID: 103, Gateway4: netip.MustParsePrefix("10.103.0.1/24")},
+}
+
 // checkNamespacesFree fails when namespaces of a lab of this name exist.
 func checkNamespacesFree(name string) error {
 	names, err := labnet.Namespaces(name)
@@ -359,7 +367,12 @@ func (s *supervisor) newSwitch(ctx context.Context, nodes []NodeState, teardown 
 		// The address the node's DHCP client gets (by eth0's MAC).
 		extra = append(extra, fmt.Sprintf("dhcp-host=%s,%s,%s", n.mac(), n.Name, n.Address))
 	}
+	var vlans []labnet.VLAN
+	if o.Kernel != "" {
+		vlans = switchVLANs // the switch needs 8021q: the guest's kernel
+	}
 	sw, err := labnet.NewSwitch(ctx, labnet.Options{
+		VLANs:          vlans,
 		Gateway4:       lanPrefix,
 		Name:           o.Name,
 		Dir:            o.Dir,
