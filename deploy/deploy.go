@@ -22,6 +22,26 @@ var files embed.FS
 // CRDs returns the CustomResourceDefinition manifests, sorted by file name.
 func CRDs() ([][]byte, error) { return read("crds") }
 
+// CRDFiles returns the CustomResourceDefinition manifests by file name.
+func CRDFiles() (map[string][]byte, error) {
+	names, err := fs.Glob(files, "crds/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, n := range names {
+		if path.Base(n) == "kustomization.yaml" {
+			continue
+		}
+		b, err := files.ReadFile(n)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", n, err)
+		}
+		out[path.Base(n)] = b
+	}
+	return out, nil
+}
+
 // Admission returns the admission policy manifests (multi-document YAML),
 // sorted by file name.
 func Admission() ([][]byte, error) { return read("admission") }

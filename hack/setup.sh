@@ -92,6 +92,21 @@ if ! fresh containerd "$containerd_stamp" bin/containerd bin/containerd-shim-run
 	echo "$containerd_stamp" >bin/.containerd.stamp
 fi
 
+# Helm, for the chart's tests (deploy/helm/knmstate), from its own module.
+build_helm() (
+	cd hack/tools/helm
+	export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
+	local version
+	version=$(go list -m -f '{{.Version}}' helm.sh/helm/v3)
+	go build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" -o ../../../bin/helm helm.sh/helm/v3/cmd/helm
+)
+helm_stamp=$({ cat hack/tools/helm/go.mod hack/tools/helm/go.sum; declare -f build_helm; } | sha256sum | cut -c1-16)
+if ! fresh helm "$helm_stamp" bin/helm; then
+	echo "setup: building bin/helm"
+	build_helm
+	echo "$helm_stamp" >bin/.helm.stamp
+fi
+
 # controller-gen is installed from its own module at a pinned version, so its
 # dependencies never move the Kubernetes pin above.
 controller_tools=v0.21.0

@@ -51,8 +51,33 @@ func TestMain(m *testing.M) {
 // cluster is the shared control plane with deploy/rbac installed, and
 // clients for the admin and the handler identity.
 type cluster struct {
-	admin   client.WithWatch
-	handler client.Client
+	admin client.WithWatch
+	// handlers are clients acting as the handler of a node: its
+	// ServiceAccount with a token bound to a pod on that node (the admin
+	// impersonates it, extra information included, as the API server
+	// fills it in from a pod-bound token).
+	handlers sync.Map // node -> client.Client
+	scheme   *runtime.Scheme
+}
+
+// handlerOf is the client of node's handler.
+func (c *cluster) handlerOf(node string) client.Client {
+	if h, ok := c.handlers.Load(node); ok {
+		return h.(client.Client)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.UserAgent = "fake-handler"
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: rbac.UserName(rbac.HandlerServiceAccount),
+		Groups:   rbac.Groups(),
+		Extra:    map[string][]string{"authentication.kubernetes.io/node-name": {node}},
+	}
+	h, err := client.New(cfg, client.Options{Scheme: c.scheme})
+	if err != nil {
+		panic(err) // only a bad scheme fails here
+	}
+	c.handlers.Store(node, h)
+	return h
 }
 
 var (
@@ -109,16 +134,7 @@ func newCluster(ctx context.Context) (*cluster, error) {
 			}
 		}
 	}
-	hcfg, err := env.UserConfig(rbac.UserName(rbac.HandlerServiceAccount), rbac.Groups()...)
-	if err != nil {
-		return nil, err
-	}
-	hcfg.UserAgent = "fake-handler"
-	handler, err := client.New(hcfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
-	return &cluster{admin: admin, handler: handler}, nil
+	return &cluster{admin: admin, scheme: scheme}, nil
 }
 
 // requestCounter counts the API requests of one client by verb and
@@ -290,7 +306,7 @@ func (f *fixture) nodes(n int) []string {
 			Name:            name,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}},
 		}}
-		if err := f.c.handler.Create(f.ctx, nns); err != nil {
+		if err := f.c.handlerOf(name).Create(f.ctx, nns); err != nil {
 			f.t.Fatalf("handler creates its node network state: %v", err)
 		}
 		names = append(names, name)

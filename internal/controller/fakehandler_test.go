@@ -69,7 +69,7 @@ func (f *fixture) runHandler(ctx context.Context, wg *sync.WaitGroup, node strin
 }
 
 func (f *fixture) handle(ctx context.Context, node string, p *nmstatev1.NodeNetworkConfigurationPolicy, decide outcome) error {
-	c := f.c.handler
+	c := f.c.handlerOf(node)
 	n := &corev1.Node{}
 	if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 		return err
@@ -85,7 +85,7 @@ func (f *fixture) handle(ctx context.Context, node string, p *nmstatev1.NodeNetw
 	}
 	gen := p.Generation
 	state := "pending"
-	if err := f.setEnactment(ctx, name, gen, state); err != nil {
+	if err := f.setEnactment(ctx, node, name, gen, state); err != nil {
 		return err
 	}
 	var result error
@@ -100,16 +100,16 @@ func (f *fixture) handle(ctx context.Context, node string, p *nmstatev1.NodeNetw
 			switch {
 			case state == "pending" && cur.Annotations[rollout.PermitAnnotation] == want:
 				state = "progressing"
-				if result = f.setEnactment(ctx, name, gen, state); result != nil {
+				if result = f.setEnactment(ctx, node, name, gen, state); result != nil {
 					return false
 				}
 				state = decide(ctx, node)
 				if ctx.Err() == nil {
-					result = f.setEnactment(ctx, name, gen, state)
+					result = f.setEnactment(ctx, node, name, gen, state)
 				}
 				return false
 			case state == "pending" && cur.Annotations[rollout.AbortAnnotation] == want:
-				result = f.setEnactment(ctx, name, gen, "aborted")
+				result = f.setEnactment(ctx, node, name, gen, "aborted")
 				return false
 			}
 			return true
@@ -122,7 +122,7 @@ func (f *fixture) handle(ctx context.Context, node string, p *nmstatev1.NodeNetw
 
 // setEnactment writes the enactment status with a merge patch without a
 // resourceVersion: the handler is the only writer of it.
-func (f *fixture) setEnactment(ctx context.Context, name string, gen int64, state string) error {
+func (f *fixture) setEnactment(ctx context.Context, node, name string, gen int64, state string) error {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{
 		"policyGeneration": gen,
 		"conditions":       enactmentConditions(state),
@@ -131,7 +131,7 @@ func (f *fixture) setEnactment(ctx context.Context, name string, gen int64, stat
 		return err
 	}
 	e := &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	return f.c.handler.Status().Patch(ctx, e, client.RawPatch(types.MergePatchType, patch))
+	return f.c.handlerOf(node).Status().Patch(ctx, e, client.RawPatch(types.MergePatchType, patch))
 }
 
 // sampler follows every enactment change of one policy, in the API

@@ -142,8 +142,8 @@ func TestRBACHasNoWildcards(t *testing.T) {
 			}
 		}
 	}
-	if roles != 4 {
-		t.Errorf("%d roles in deploy/rbac, want 4 (controller, its leader election, handler, its events)", roles)
+	if roles != 5 {
+		t.Errorf("%d roles in deploy/rbac, want 5 (controller, its leader election, handler, its events, the reader)", roles)
 	}
 }
 
@@ -159,7 +159,7 @@ func TestHandlerCannotGrantItselfAPermit(t *testing.T) {
 		Name:   name,
 		Labels: map[string]string{shared.EnactmentPolicyLabel: p.Name, shared.EnactmentNodeLabel: nodes[0]},
 	}}
-	if err := f.c.handler.Create(f.ctx, e); err != nil {
+	if err := f.c.handlerOf(nodes[0]).Create(f.ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	patch := func(c client.Client, key, value string) error {
@@ -168,14 +168,14 @@ func TestHandlerCannotGrantItselfAPermit(t *testing.T) {
 	}
 	// The policy takes a moment to load after its creation.
 	eventually(t, "handler denied the permit annotation", func() (bool, string) {
-		err := patch(f.c.handler, rollout.PermitAnnotation, "1")
+		err := patch(f.c.handlerOf(nodes[0]), rollout.PermitAnnotation, "1")
 		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), fmt.Sprintf("patch error %v", err)
 	})
-	err := patch(f.c.handler, rollout.AbortAnnotation, "1")
+	err := patch(f.c.handlerOf(nodes[0]), rollout.AbortAnnotation, "1")
 	if want := "nmstate.io/rollout-permit and nmstate.io/rollout-abort are written by the knmstate controller only, not by " + rbac.UserName(rbac.HandlerServiceAccount); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("abort annotation by the handler: %v, want an error containing %q", err, want)
 	}
-	if err := patch(f.c.handler, "example.com/other", "x"); err != nil {
+	if err := patch(f.c.handlerOf(nodes[0]), "example.com/other", "x"); err != nil {
 		t.Errorf("other annotation by the handler: %v", err)
 	}
 	ctrlCfg, _ := controllerConfig(t, "knmstate-controller-guard")
@@ -188,7 +188,7 @@ func TestHandlerCannotGrantItselfAPermit(t *testing.T) {
 	}
 	// The handler keeps the controller's annotations when it changes its
 	// own: allowed.
-	if err := patch(f.c.handler, "example.com/other", "y"); err != nil {
+	if err := patch(f.c.handlerOf(nodes[0]), "example.com/other", "y"); err != nil {
 		t.Errorf("other annotation by the handler after a permit: %v", err)
 	}
 }

@@ -65,7 +65,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		args = append(args, "--handler-arg="+a)
 	}
 	if opts.Kubelet {
-		args = append(args, "--kubelet", "--kube-bin-dir", opts.KubeBinDir, "--images", opts.Images)
+		args = append(args, "--kubelet", "--kube-bin-dir", opts.KubeBinDir, "--images", opts.Images, "--install", opts.Install)
 	}
 	if opts.Kernel != "" {
 		args = append(args, "--kernel", opts.Kernel, "--kernel-cache", opts.KernelCache,

@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -25,10 +27,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
+	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/deploy"
 	"github.com/knmstate/knmstate/deploy/rbac"
 	"github.com/knmstate/knmstate/internal/image"
 	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/manifest"
 	"github.com/knmstate/knmstate/internal/nodeinit"
 	"github.com/knmstate/knmstate/internal/registry"
 	"github.com/knmstate/knmstate/internal/testenv"
@@ -513,9 +517,20 @@ func (s *supervisor) buildKubelet(ctx context.Context, cancel context.CancelFunc
 	}
 	s.step("pod network; nodes Ready", t)
 
+	if o.Install == InstallNone {
+		s.note("knmstate is not installed (--install none): kubectl apply -k deploy/operator (with the lab registry's image) installs it")
+		return nil
+	}
 	t = time.Now()
-	if err := k.deploy(ctx); err != nil {
-		return err
+	switch o.Install {
+	case InstallOperator:
+		if err := k.installOperator(ctx); err != nil {
+			return err
+		}
+	default:
+		if err := k.deploy(ctx); err != nil {
+			return err
+		}
 	}
 	if err := k.waitWorkloads(ctx, kube); err != nil {
 		return err
@@ -527,8 +542,83 @@ func (s *supervisor) buildKubelet(ctx context.Context, cancel context.CancelFunc
 	if err := waitNNS(ctx, dyn, nodes, 2*time.Minute); err != nil {
 		return err
 	}
-	s.step("knmstate pods: handler on every node, controller; every node has a NodeNetworkState", t)
+	s.step("knmstate ("+o.Install+"): handler on every node, controller; every node has a NodeNetworkState", t)
 	return nil
+}
+
+// installOperator applies the operator bundle (the lab registry's image,
+// the lab's handler arguments passed through the operator) and an NMState
+// whose DNS probe asks the lab's own DNS name, and waits until the NMState
+// is Available.
+func (k *kubeletLab) installOperator(ctx context.Context) error {
+	p := manifest.Params{Image: k.images["knmstate"], HandlerArgs: k.s.opts.HandlerArgs}
+	bundle, err := manifest.OperatorBundle(p)
+	if err != nil {
+		return err
+	}
+	nm := &nmstatev1.NMState{ObjectMeta: metav1.ObjectMeta{Name: "nmstate"}}
+	nm.Spec.ProbeConfiguration.DNS.Host = apiHost
+	scheme, err := manifest.Scheme()
+	if err != nil {
+		return err
+	}
+	if err := nmstatev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	objs := append(bundle, nm)
+	if err := manifest.WithKinds(scheme, objs); err != nil {
+		return err
+	}
+	var us []*unstructured.Unstructured
+	for _, o := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		unstructured.RemoveNestedField(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		us = append(us, u)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(k.env.Config)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn, err := dynamic.NewForConfig(k.env.Config)
+	if err != nil {
+		return err
+	}
+	if err := applyObjects(ctx, dyn, mapper, us); err != nil {
+		return err
+	}
+	return waitNMStateAvailable(ctx, dyn, nm.Name)
+}
+
+// waitNMStateAvailable waits for the NMState's Available condition.
+func waitNMStateAvailable(ctx context.Context, dyn dynamic.Interface, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	gvr := nmstatev1.GroupVersion.WithResource("nmstates")
+	last := "not found"
+	for {
+		o, err := dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+			last = fmt.Sprint(conds)
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["type"] == "Available" && m["status"] == "True" {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("NMState %s not Available (kubectl -n %s logs deploy/%s): %s: %w", name, componentNamespace, manifest.OperatorName, last, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // serveImages runs the lab registry in the switch namespace and pushes

@@ -15,6 +15,13 @@ import (
 // address DHCP would give statically.
 const NoNodeRuntime = "none"
 
+// What kubelet mode installs (Options.Install).
+const (
+	InstallManifests = "manifests"
+	InstallOperator  = "operator"
+	InstallNone      = "none"
+)
+
 // DefaultName is the name of a lab when none is given.
 const DefaultName = "lab"
 
@@ -56,6 +63,10 @@ type Options struct {
 	// kube-scheduler, containerd and its shim (kubelet mode); default the
 	// directory of APIServer (the repository's bin/, from `make setup`).
 	KubeBinDir string
+	// Install says what of knmstate kubelet mode installs: InstallManifests
+	// (deploy/knmstate: handler and controller, no operator; the default),
+	// InstallOperator (the operator bundle and an NMState) or InstallNone.
+	Install string
 	// Images is the directory of the OCI image layouts `make images`
 	// writes (kubelet mode); default images/ next to Binary, else the
 	// repository's bin/images.
@@ -184,6 +195,17 @@ func (o Options) withDefaults() (Options, error) {
 		if o.GuestMemory < 256 || o.GuestCPUs < 1 {
 			errs = append(errs, fmt.Errorf("guest: %d MiB and %d CPUs is too small", o.GuestMemory, o.GuestCPUs))
 		}
+	}
+	if o.Install == "" {
+		o.Install = InstallManifests
+	}
+	switch o.Install {
+	case InstallManifests, InstallOperator, InstallNone:
+	default:
+		errs = append(errs, fmt.Errorf("install: %q is not one of %s, %s, %s", o.Install, InstallManifests, InstallOperator, InstallNone))
+	}
+	if o.Install != InstallManifests && !o.Kubelet {
+		errs = append(errs, fmt.Errorf("install: %s needs kubelet mode (--kubelet)", o.Install))
 	}
 	if o.Kubelet {
 		if o.KubeBinDir == "" && o.APIServer != "" {

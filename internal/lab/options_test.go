@@ -20,6 +20,8 @@ func TestOptionsErrors(t *testing.T) {
 		{"bad name", Options{Name: "Lab_1", Dir: "/tmp/x", Binary: "/bin/true"}, `name: "Lab_1" is not a valid name (lower case letters, digits and inner dashes, at most 32 characters)`},
 		{"too many nodes", Options{Nodes: 51, Dir: "/tmp/x", Binary: "/bin/true"}, "nodes: 51 is out of range 1..50"},
 		{"root dir", Options{Dir: "/", Binary: "/bin/true"}, "dir: / cannot be a lab directory"},
+		{"unknown install", Options{Dir: "/tmp/x", Binary: "/bin/true", Kubelet: true, Install: "helm"}, `install: "helm" is not one of manifests, operator, none`},
+		{"operator without kubelets", Options{Dir: "/tmp/x", Binary: "/bin/true", Install: InstallOperator}, "install: operator needs kubelet mode (--kubelet)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.opts.withDefaults()
@@ -38,7 +40,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Options{Name: "lab", Dir: DefaultDir("lab"), Nodes: 3, Binary: "/bin/true", APIServer: "/x", Nmstatectl: "/bin/true", Heartbeat: DefaultHeartbeat}
+	want := Options{Name: "lab", Dir: DefaultDir("lab"), Nodes: 3, Binary: "/bin/true", APIServer: "/x", Nmstatectl: "/bin/true", Heartbeat: DefaultHeartbeat, Install: InstallManifests}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}

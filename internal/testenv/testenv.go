@@ -321,6 +321,8 @@ func (e *Env) apiserverArgs(etcd, address string, port int) []string {
 		"--service-account-signing-key-file=" + p("sa.key"),
 		"--service-cluster-ip-range=" + e.opts.ServiceCIDR,
 		"--runtime-config=admissionregistration.k8s.io/v1=true",
+		// Node agents (knmstate's handler among them) are privileged pods.
+		"--allow-privileged=true",
 		// Start-up speed: no API priority and fairness bootstrap, no
 		// profiling handlers.
 		"--enable-priority-and-fairness=false",
@@ -341,8 +343,6 @@ func (e *Env) apiserverArgs(etcd, address string, port int) []string {
 	}
 	return append(args,
 		"--authorization-mode=Node,RBAC",
-		// Node agents (knmstate's handler among them) are privileged pods.
-		"--allow-privileged=true",
 		"--enable-admission-plugins=NodeRestriction,ValidatingAdmissionPolicy",
 		"--endpoint-reconciler-type=lease",
 		// Webhook and aggregated API Services are dialed at their

@@ -1,0 +1,165 @@
+package manifest
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Paths inside the handler's container.
+const (
+	handlerStateDir   = "/var/lib/knmstate"
+	handlerResolvConf = "/host/etc/resolv.conf"
+	handlerReadyFile  = "/tmp/healthy"
+)
+
+// HandlerRBAC is the per-node handler's identity: it reports its node's
+// network state (NodeNetworkState) and enacts policies on its node
+// (enactments). It never writes policies or their status (the controller is
+// the single writer) and takes part in no leader election. RBAC cannot
+// scope these rules to the handler's own node; the admission policy of
+// NodeScopePolicy does (a handler's token carries its node).
+func HandlerRBAC(p Params) []client.Object {
+	p = p.withDefaults()
+	sa := &corev1.ServiceAccount{ObjectMeta: p.meta(HandlerName, ComponentHandler)}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: p.clusterMeta(HandlerName, ComponentHandler),
+		Rules: []rbacv1.PolicyRule{
+			// Its node: labels (policy selectors), readiness, owner of the
+			// NodeNetworkState.
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkconfigurationpolicies"}, Verbs: []string{"get", "list", "watch"}},
+			// Enactments of its node: created, labelled, deleted when the
+			// policy stops matching; their status is the handler's alone.
+			{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkconfigurationenactments"},
+				Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
+			{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkconfigurationenactments/status"}, Verbs: []string{"get", "update", "patch"}},
+			// Its NodeNetworkState; the force-refresh label is set with
+			// patch.
+			{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkstates"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch"}},
+			{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkstates/status"}, Verbs: []string{"get", "update", "patch"}},
+		},
+	}
+	binding := clusterBinding(p, HandlerName, ComponentHandler, HandlerName)
+	// Events about policies: policies are cluster-scoped, so their Events
+	// land in the default namespace, as kubernetes-nmstate's do.
+	events := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-events", Namespace: "default", Labels: p.labels(ComponentHandler)},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+	}
+	eventsBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-events", Namespace: "default", Labels: p.labels(ComponentHandler)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: HandlerName + "-events"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: HandlerName, Namespace: p.Namespace}},
+	}
+	return []client.Object{sa, role, binding, events, eventsBinding}
+}
+
+// clusterBinding binds a ClusterRole named like the ServiceAccount sa.
+func clusterBinding(p Params, name, component, sa string) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: p.clusterMeta(name, component),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: p.Namespace}},
+	}
+}
+
+// HandlerDaemonSet runs the handler on every node, on the node's own
+// network (hostNetwork). Privileged: it changes the node's links,
+// addresses, routes, network sysctls (/proc/sys is read-only in any
+// container that is not privileged, and per-port IPv6 settings have no
+// netlink call) and hostname; see docs/lab.md for what was measured with
+// capabilities alone.
+func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
+	p = p.withDefaults()
+	sel, tol, aff := p.handlerPlacement()
+	args := []string{
+		"--node=$(NODE_NAME)",
+		"--state-dir=" + handlerStateDir + "/handler",
+		"--runtime-state-dir=" + handlerStateDir + "/noded",
+		"--resolv-conf=" + handlerResolvConf,
+		"--uts-ns=/proc/self/ns/uts",
+		"--ready-file=" + handlerReadyFile,
+		"--probe-dns-host=" + p.dnsProbeHost(),
+	}
+	if p.debug() {
+		args = append(args, "-v=1")
+	}
+	args = append(args, p.HandlerArgs...)
+	maxUnavailable := intstr.FromString("10%")
+	privileged := true
+	hostPathDir, hostPathFile := corev1.HostPathDirectoryOrCreate, corev1.HostPathFile
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: p.meta(HandlerName, ComponentHandler),
+		Spec: appsv1.DaemonSetSpec{
+			Selector: selector(ComponentHandler),
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &maxUnavailable},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: p.labels(ComponentHandler)},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: HandlerName,
+					HostNetwork:        true,
+					// The node's own resolv.conf: the handler resolves what
+					// the node does.
+					DNSPolicy:                     corev1.DNSDefault,
+					PriorityClassName:             "system-node-critical",
+					NodeSelector:                  sel,
+					Tolerations:                   tol,
+					Affinity:                      aff,
+					TerminationGracePeriodSeconds: ptr(int64(30)),
+					Containers: []corev1.Container{{
+						Name:            "handler",
+						Image:           p.Image,
+						ImagePullPolicy: p.ImagePullPolicy,
+						Command:         []string{"/usr/bin/knmstate", "handler"},
+						Args:            args,
+						Env: []corev1.EnvVar{
+							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+						},
+						SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU:    resource.MustParse("10m"),
+							corev1.ResourceMemory: resource.MustParse("40Mi"),
+						}},
+						// Ready once the first NodeNetworkState is written;
+						// alive while the handler refreshes the file (every
+						// 30 s).
+						ReadinessProbe: &corev1.Probe{
+							ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/usr/bin/knmstate", "health", "--file=" + handlerReadyFile}}},
+							InitialDelaySeconds: 1, PeriodSeconds: 5, TimeoutSeconds: 5,
+						},
+						LivenessProbe: &corev1.Probe{
+							ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/usr/bin/knmstate", "health", "--file=" + handlerReadyFile, "--max-age=5m"}}},
+							InitialDelaySeconds: 60, PeriodSeconds: 60, TimeoutSeconds: 10, FailureThreshold: 5,
+						},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "state", MountPath: handlerStateDir},
+							{Name: "resolv-conf", MountPath: handlerResolvConf},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						// Checkpoints (rollback after a crash or reboot) and
+						// the node runtime's state (DHCP leases, dynamic
+						// settings handed to it).
+						{Name: "state", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/knmstate", Type: &hostPathDir}}},
+						{Name: "resolv-conf", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/resolv.conf", Type: &hostPathFile}}},
+					},
+				},
+			},
+		},
+	}
+	return ds
+}
+
+func ptr[T any](v T) *T { return &v }
