@@ -76,7 +76,7 @@ func Run(ctx context.Context, addr, token string, req Request, stdin io.Reader, 
 			}
 		case frameError:
 			return 0, fmt.Errorf("exec: %s", p)
-		case frameExit:
+		case frameExit: // the deferred Close tells the server we are done
 			if len(p) != 4 {
 				return 0, errors.New("exec: malformed exit frame")
 			}

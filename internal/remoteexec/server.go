@@ -82,21 +82,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fw := &frameWriter{w: conn}
-	code, err := s.run(req, rw.Reader, fw)
+	readerDone := make(chan struct{})
+	code, err := s.run(req, rw.Reader, fw, readerDone)
 	if err != nil {
 		_ = fw.write(frameError, []byte(err.Error()))
-		return
+	} else {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(int32(code)))
+		_ = fw.write(frameExit, b[:])
 	}
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], uint32(int32(code)))
-	_ = fw.write(frameExit, b[:])
+	// Close only once the client has: closing with its frames unread
+	// (its stdin EOF can arrive after the command ended) makes the kernel
+	// reset the connection, and a reset can destroy the last frame.
+	if tc, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite()
+	}
+	select {
+	case <-readerDone:
+	case <-time.After(10 * time.Second):
+	}
 }
 
 // run runs the request's command with stdin from the client's frames and
 // its output to fw; it returns the exit status (-1 for a signal).
-func (s *Server) run(req Request, in *bufio.Reader, fw *frameWriter) (int, error) {
+// readerDone is closed once the client's side of the connection ends.
+func (s *Server) run(req Request, in *bufio.Reader, fw *frameWriter, readerDone chan<- struct{}) (int, error) {
 	cmd, err := s.Command(req)
 	if err != nil {
+		go drain(in, readerDone)
 		return 0, err
 	}
 	cmd.Stdout = streamWriter{fw, frameStdout}
@@ -106,6 +119,7 @@ func (s *Server) run(req Request, in *bufio.Reader, fw *frameWriter) (int, error
 	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		go drain(in, readerDone)
 		return 0, err
 	}
 	start := s.Start
@@ -113,6 +127,7 @@ func (s *Server) run(req Request, in *bufio.Reader, fw *frameWriter) (int, error
 		start = func(_ Request, c *exec.Cmd) error { return c.Start() }
 	}
 	if err := start(req, cmd); err != nil {
+		go drain(in, readerDone)
 		return 0, fmt.Errorf("starting %s: %w", req.Args[0], err)
 	}
 	done := make(chan struct{})
@@ -120,6 +135,7 @@ func (s *Server) run(req Request, in *bufio.Reader, fw *frameWriter) (int, error
 	closeStdin := func() { once.Do(func() { stdin.Close() }) }
 	// Client frames: stdin until EOF; a lost connection kills the command.
 	go func() {
+		defer close(readerDone)
 		for {
 			kind, p, err := readFrame(in)
 			if err != nil {
@@ -152,4 +168,10 @@ func (s *Server) run(req Request, in *bufio.Reader, fw *frameWriter) (int, error
 		return 0, err
 	}
 	return cmd.ProcessState.ExitCode(), nil
+}
+
+// drain reads and drops the client's frames until its side ends.
+func drain(in io.Reader, done chan<- struct{}) {
+	defer close(done)
+	_, _ = io.Copy(io.Discard, in)
 }
