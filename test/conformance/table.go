@@ -102,4 +102,3 @@ var Unsupported = map[string]string{
 	"ovsbridge_vlan_port.yml":          whyOVS,
 	"dynamic_hostname.yml":             whyDynHost,
 }
-
