@@ -14,6 +14,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/knmstate/knmstate/internal/handler"
+	"github.com/knmstate/knmstate/internal/scrape"
 )
 
 // handlerOptions are the flags of `knmstate handler`.
@@ -33,6 +34,7 @@ type handlerOptions struct {
 	readyFile       string
 	verbosity       int
 	policy          handler.PolicySettings
+	metrics         scrape.Options
 }
 
 func newHandlerCmd() *cobra.Command { return newHandlerCmdFor(&handlerOptions{}) }
@@ -77,6 +79,7 @@ dial from the handler process's own namespace.`,
 	f.StringVar(&o.readyFile, "ready-file", "", "file created once the first NodeNetworkState is reported and touched every 30s (for `knmstate health` probes)")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity (1: every refresh decision)")
 	handler.BindPolicyFlags(f, &o.policy)
+	scrape.BindFlags(f, &o.metrics, true)
 	return cmd
 }
 
@@ -113,6 +116,7 @@ func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, err
 		ReadyFile:       o.readyFile,
 		Log:             log,
 		Policy:          o.policy,
+		Metrics:         o.metrics,
 	}
 	if err := opts.Validate(); err != nil {
 		return handler.Options{}, err

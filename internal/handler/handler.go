@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
+	"github.com/knmstate/knmstate/internal/metrics"
+	"github.com/knmstate/knmstate/internal/scrape"
 	"github.com/knmstate/knmstate/internal/version"
 )
 
@@ -83,6 +85,13 @@ type Options struct {
 	// Policy tunes the policy side (policy_run.go); it runs when StateDir
 	// is set and Policy.Disabled is false.
 	Policy PolicySettings
+	// Metrics is the handler's metrics endpoint; disabled by default (a
+	// hostNetwork pod listens on the node's addresses). docs/metrics.md.
+	Metrics scrape.Options
+	// Instruments record the handler's metrics; nil: Run registers them
+	// with controller-runtime's metrics.Registry (what the endpoint
+	// serves), shared by every handler of the process.
+	Instruments *metrics.Handler
 }
 
 // Validate checks the options and fills defaults.

@@ -171,9 +171,16 @@ func (s *supervisor) buildGuest(ctx context.Context, teardown *[]func()) error {
 	if err := client.start(ctx, gs); err != nil {
 		return err
 	}
-	if err := s.startController(env, "host", s.hostSpawner); err != nil {
+	// On this machine's loopback: a free port, never a fixed one.
+	mport, err := freeLoopbackPort()
+	if err != nil {
 		return err
 	}
+	metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(mport))
+	if err := s.startController(env, "host", s.hostSpawner, metrics); err != nil {
+		return err
+	}
+	s.note("the controller's metrics: http://%s/metrics", metrics)
 	s.refreshGuest(ctx, client)
 	if s.available("handler") {
 		dyn, err := dynamic.NewForConfig(env.Config)

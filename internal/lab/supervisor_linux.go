@@ -31,6 +31,10 @@ import (
 // apiName is the API server's name in the lab's DNS zone.
 const apiName = "api"
 
+// ControllerMetricsAddress is where the controller of a lab in process
+// mode serves its metrics (plain HTTP), inside the switch namespace.
+const ControllerMetricsAddress = "127.0.0.1:8089"
+
 // apiHost is the API server's fully qualified name in the lab's DNS.
 const apiHost = apiName + ".lab.example"
 
@@ -220,6 +224,8 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 		}
 		if o.Kubelet {
 			topts.Kubelets, topts.ServiceCIDR = true, serviceCIDR
+			// Nothing of knmstate: its bundle brings the CRDs.
+			topts.SkipInstall = o.Install == InstallNone
 		}
 		e, err := testenv.Start(ctx, topts)
 		if err == nil {
@@ -565,8 +571,10 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 		return err
 	}
 	// The controller runs inside the switch namespace, next to the API
-	// server, like a control-plane pod.
-	return s.startController(env, "switch netns "+sw.NS.Name, s.swSpawner)
+	// server, like a control-plane pod. Its metrics on the switch
+	// namespace's loopback (docs/metrics.md): `ip netns exec SWITCH curl
+	// 127.0.0.1:8089/metrics`.
+	return s.startController(env, "switch netns "+sw.NS.Name, s.swSpawner, ControllerMetricsAddress)
 }
 
 // writeHandlerKubeconfigs writes each node's handler kubeconfig to
@@ -645,8 +653,9 @@ func (s *supervisor) startHandlers(nodes []NodeState, side string, spawner *spaw
 }
 
 // startController starts `knmstate controller` from spawner (where says
-// where that is), with an admin kubeconfig of env as it is reached there.
-func (s *supervisor) startController(env *testenv.Env, where string, spawner *spawner) error {
+// where that is), with an admin kubeconfig of env as it is reached there,
+// serving its metrics (plain HTTP) at metrics.
+func (s *supervisor) startController(env *testenv.Env, where string, spawner *spawner, metrics string) error {
 	o := s.opts
 	if !s.available("controller") {
 		s.note("`%s controller` is not implemented in this binary: the lab runs without it", o.Binary)
@@ -662,7 +671,8 @@ func (s *supervisor) startController(env *testenv.Env, where string, spawner *sp
 		return err
 	}
 	s.start(&proc{name: "controller", where: where, bin: o.Binary,
-		args: []string{"controller", "--kubeconfig", kc}, logPath: filepath.Join(o.Dir, "controller.log"), spawner: spawner})
+		args:    []string{"controller", "--kubeconfig", kc, "--metrics-bind-address=" + metrics, "--metrics-secure=false"},
+		logPath: filepath.Join(o.Dir, "controller.log"), spawner: spawner})
 	return nil
 }
 

@@ -10,6 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// handlerMetricsPort is the handler's metrics port on its node.
+const handlerMetricsPort = 9894
+
 // Paths inside the handler's container.
 const (
 	handlerStateDir   = "/var/lib/knmstate"
@@ -88,6 +91,9 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 		"--uts-ns=/proc/self/ns/uts",
 		"--ready-file=" + handlerReadyFile,
 		"--probe-dns-host=" + p.dnsProbeHost(),
+		// Its own metrics (docs/metrics.md), HTTPS with a reader's token,
+		// on the node's network: a port the node agents leave free.
+		"--metrics-bind-address=:" + itoa(handlerMetricsPort),
 	}
 	if p.debug() {
 		args = append(args, "-v=1")
@@ -128,6 +134,7 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 						},
 						SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+						Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: handlerMetricsPort}},
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 							corev1.ResourceCPU:    resource.MustParse("10m"),
 							corev1.ResourceMemory: resource.MustParse("40Mi"),
