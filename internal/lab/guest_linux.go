@@ -180,7 +180,9 @@ func (s *supervisor) buildGuest(ctx context.Context, teardown *[]func()) error {
 	if err := s.startController(env, "host", s.hostSpawner, metrics); err != nil {
 		return err
 	}
-	s.note("the controller's metrics: http://%s/metrics", metrics)
+	s.mu.Lock()
+	s.state.ControllerMetrics = metrics
+	s.mu.Unlock()
 	s.refreshGuest(ctx, client)
 	if s.available("handler") {
 		dyn, err := dynamic.NewForConfig(env.Config)

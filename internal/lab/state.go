@@ -53,6 +53,10 @@ type State struct {
 	SwitchNS string `json:"switchNetns,omitempty"`
 	// SwitchDir holds dnsmasq's files and the nodes' resolv.conf files.
 	SwitchDir string `json:"switchDir,omitempty"`
+	// ControllerMetrics is the controller's metrics address (plain HTTP):
+	// on the switch namespace's loopback in the default mode, on this
+	// machine's loopback in guest mode (no switch namespace here).
+	ControllerMetrics string `json:"controllerMetrics,omitempty"`
 
 	// Kubelet: nodes run kubelets, containerd and kube-proxy, and
 	// knmstate runs as pods (kubelet mode).

@@ -574,6 +574,9 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 	// server, like a control-plane pod. Its metrics on the switch
 	// namespace's loopback (docs/metrics.md): `ip netns exec SWITCH curl
 	// 127.0.0.1:8089/metrics`.
+	s.mu.Lock()
+	s.state.ControllerMetrics = ControllerMetricsAddress
+	s.mu.Unlock()
 	return s.startController(env, "switch netns "+sw.NS.Name, s.swSpawner, ControllerMetricsAddress)
 }
 

@@ -350,14 +350,21 @@ func bridgeWithPorts(t *testing.T, node, bridge string, ports ...string) {
 	if f, ok := br.LinkInfo.Data["vlan_filtering"].(float64); !c.fullKernel && ok && f != 0 {
 		t.Errorf("node %s: %s vlan_filtering %v, want 0 (no VLAN filtering on this kernel)", node, bridge, f)
 	}
+	portsAre(t, node, l, bridge, ports)
+}
+
+// portsAre checks that the links whose controller is master are exactly
+// ports (sorted).
+func portsAre(t *testing.T, node string, l map[string]ipLink, master string, ports []string) {
+	t.Helper()
 	var got []string
 	for name, link := range l {
-		if link.Master == bridge {
+		if link.Master == master {
 			got = append(got, name)
 		}
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, ports) {
-		t.Errorf("node %s: ports of %s %v, want %v", node, bridge, got, ports)
+		t.Errorf("node %s: ports of %s %v, want %v", node, master, got, ports)
 	}
 }

@@ -81,16 +81,7 @@ func bond(t *testing.T, node, name, mode string, miimon int, ports ...string) ma
 		t.Errorf("node %s: %s is a %q with mode %v miimon %v, want a bond in %s with miimon %d",
 			node, name, b.LinkInfo.Kind, b.LinkInfo.Data["mode"], b.LinkInfo.Data["miimon"], mode, miimon)
 	}
-	var got []string
-	for n, link := range l {
-		if link.Master == name {
-			got = append(got, n)
-		}
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, ports) {
-		t.Errorf("node %s: ports of %s %v, want %v", node, name, got, ports)
-	}
+	portsAre(t, node, l, name, ports)
 	return l
 }
 

@@ -16,21 +16,23 @@ import (
 	"testing"
 )
 
-// TestBondActiveBackupMiimon: an active-backup bond of eth1 and eth2 with
-// miimon 100 on every node.
-func TestBondActiveBackupMiimon(t *testing.T) {
-	requirePolicies(t)
-	const policy = "bond-active-backup"
-	enact(t, policy, policyYAML(policy, `
-interfaces:
-- name: bond0
+// activeBackupBond is upstream's active-backup bond of eth1 and eth2 with
+// miimon 100 (an interface entry).
+const activeBackupBond = `- name: bond0
   type: bond
   state: up
   link-aggregation:
     mode: active-backup
     options: {miimon: '100'}
     port: [eth1, eth2]
-`))
+`
+
+// TestBondActiveBackupMiimon: an active-backup bond of eth1 and eth2 with
+// miimon 100 on every node.
+func TestBondActiveBackupMiimon(t *testing.T) {
+	requirePolicies(t)
+	const policy = "bond-active-backup"
+	enact(t, policy, policyYAML(policy, "interfaces:\n"+activeBackupBond))
 	for _, n := range allNodes {
 		bond(t, n, "bond0", "active-backup", 100, "eth1", "eth2")
 	}
@@ -43,16 +45,7 @@ interfaces:
 func TestBondAsBridgePort(t *testing.T) {
 	requirePolicies(t)
 	const policy = "bond-bridge-port"
-	enact(t, policy, policyYAML(policy, `
-interfaces:
-- name: bond0
-  type: bond
-  state: up
-  link-aggregation:
-    mode: active-backup
-    options: {miimon: '100'}
-    port: [eth1, eth2]
-- name: br1
+	enact(t, policy, policyYAML(policy, "interfaces:\n"+activeBackupBond+`- name: br1
   type: linux-bridge
   state: up
   bridge:
