@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all setup build generate verify-generated test test-unit test-kernel test-e2e test-container test-kubelet demo bench clean
+.PHONY: all setup build generate verify-generated test test-unit test-kernel test-kernel-e2e test-e2e test-container test-kubelet demo bench clean
 
 all: build
 
@@ -56,8 +56,13 @@ test-container: setup ## the lab and e2e packages again, as inside a container (
 test-e2e: setup ## the end-to-end suite alone: one lab, the real kubectl, every example (part of make test)
 	$(GO) test -count=1 -v -timeout 15m ./test/e2e/
 
-test-kernel: setup ## backend tests under qemu on Debian's full kernel (bonding, 8021q, vrf, ...)
+test-kernel: setup ## backend tests under qemu on Debian's full kernel (bonding, 8021q, vrf, ...), then the e2e suite on it
 	@bash hack/kernel-lane/run.sh
+	$(MAKE) test-kernel-e2e
+
+test-kernel-e2e: setup ## the e2e suite on a lab whose nodes run on Debian's kernel in a qemu guest (lab up --kernel debian)
+	@bash hack/kernel-lane/kernel.sh >/dev/null
+	$(GO) test -tags qemu -count=1 -timeout 45m ./test/e2e/
 
 demo: setup build ## a local cluster, example policies, their result
 	hack/demo.sh

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -37,7 +35,7 @@ kube-apiserver inside a switch network namespace, nodes as network
 namespaces with NICs on the switch, a handler per node and the controller.
 Needs root. Several labs coexist when their --name and --dir differ.`,
 	}
-	root.AddCommand(newLabUpCmd(), newLabRunCmd(), newLabDownCmd(), newLabStatusCmd(), newLabExecCmd(), newLabNodeInitCmd())
+	root.AddCommand(newLabUpCmd(), newLabRunCmd(), newLabDownCmd(), newLabStatusCmd(), newLabExecCmd(), newLabNodeInitCmd(), newLabGuestCmd())
 	return root
 }
 
@@ -80,7 +78,16 @@ func newLabUpCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&opts.Heartbeat, "heartbeat", lab.DefaultHeartbeat, "period of the nodes' Ready heartbeat")
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
 	registerKubeletFlags(cmd, &opts)
+	registerGuestFlags(cmd, &opts)
 	return cmd
+}
+
+// registerGuestFlags are the flags of guest mode (lab up and lab run).
+func registerGuestFlags(cmd *cobra.Command, opts *lab.Options) {
+	cmd.Flags().StringVar(&opts.Kernel, "kernel", "", "run the nodes on another kernel, in a qemu guest: \""+lab.KernelDebian+"\" is Debian's kernel of the kernel lane (bonding, 802.1q, VRF, bridge VLAN filtering; see docs/lab.md)")
+	cmd.Flags().StringVar(&opts.KernelCache, "kernel-cache", "", "the kernel lane's cache holding the kernel (default: the repository's .cache/kernel-lane; hack/kernel-lane/kernel.sh fills it)")
+	cmd.Flags().IntVar(&opts.GuestMemory, "guest-memory", lab.DefaultGuestMemory, "the guest's memory in MiB")
+	cmd.Flags().IntVar(&opts.GuestCPUs, "guest-cpus", 2, "the guest's CPUs")
 }
 
 // registerKubeletFlags are the flags of kubelet mode (lab up and lab run).
@@ -117,6 +124,25 @@ func newLabRunCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&opts.Heartbeat, "heartbeat", lab.DefaultHeartbeat, "period of the nodes' Ready heartbeat")
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
 	registerKubeletFlags(cmd, &opts)
+	registerGuestFlags(cmd, &opts)
+	return cmd
+}
+
+// newLabGuestCmd is the agent of guest mode, run by the guest's /init;
+// not for users.
+func newLabGuestCmd() *cobra.Command {
+	var config string
+	cmd := &cobra.Command{
+		Use:    "guest --config FILE",
+		Short:  "Run the lab's agent inside its qemu guest (started by the guest's /init)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return lab.RunGuest(cmd.Context(), config)
+		},
+	}
+	cmd.Flags().StringVar(&config, "config", "", "the agent's configuration (JSON)")
+	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
 
@@ -198,18 +224,15 @@ func newLabExecCmd() *cobra.Command {
 			if command[0] == "--" { // kept by cobra when flags stop at NODE
 				command = command[1:]
 			}
-			c, err := lab.ExecCommand(dir, args[0], command)
+			code, err := lab.Exec(cmd.Context(), dir, args[0], command, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
-			err = c.Run()
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
+			if code != 0 {
 				// The command's own status, as ssh or kubectl exec do.
-				os.Exit(exit.ExitCode())
+				os.Exit(code)
 			}
-			return err
+			return nil
 		},
 	}
 	sel.register(cmd)

@@ -6,7 +6,7 @@
 # filtering. Steps:
 #   1. fetch the kernel .deb with apt, extract vmlinuz (and the vmlinux ELF
 #      inside it) + modules into .cache/kernel-lane/ (reused while the
-#      Debian version is unchanged);
+#      Debian version is unchanged): kernel.sh;
 #   2. build a busybox initramfs with the modules (and their dependencies
 #      from modules.dep), the test binaries and init.sh as /init;
 #   3. boot it under qemu (TCG), serial console to a log file;
@@ -62,146 +62,29 @@ trap 'echo "kernel-lane: error: command failed at line $LINENO: $BASH_COMMAND" >
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-for tool in qemu-system-x86_64 apt-get dpkg-deb depmod modprobe cpio flock go /bin/busybox; do
+for tool in qemu-system-x86_64 go /bin/busybox; do
 	command -v "$tool" >/dev/null || die "$tool not found; run make setup"
 done
 
 # ---- 1. Debian's kernel -------------------------------------------------
 
-# kernel_package prints "NAME VERSION" of the linux-image-*-amd64 package
-# the linux-image-amd64 metapackage currently depends on.
-kernel_package() {
-	local name version
-	name=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '$1 == "Depends:" && $2 ~ /^linux-image-.*-amd64$/ { print $2; exit }')
-	[[ -n $name ]] || return 1
-	version=$(apt-cache policy "$name" 2>/dev/null | awk '$1 == "Candidate:" { print $2; exit }')
-	[[ -n $version && $version != "(none)" ]] || return 1
-	echo "$name $version"
-}
-
-# download_kernel NAME VERSION: fetch the .deb into $work/deb; fails
-# (without exiting) when apt cannot get it, so the caller can refresh.
-download_kernel() {
-	local name=$1 version=$2
-	rm -rf "$work/deb" && mkdir -p "$work/deb"
-	log "downloading $name $version"
-	# The _apt sandbox user cannot write into a mktemp dir; we are root anyway.
-	(cd "$work/deb" && apt-get download -q -o APT::Sandbox::User=root "$name=$version" >/dev/null)
-}
-
-# extract_kernel NAME DIR: unpack $work/deb/*.deb into DIR (DIR/vmlinuz,
-# DIR/root/lib/modules/KVER with a fresh modules.dep, DIR/kver), atomically.
-extract_kernel() {
-	local name=$1 dir=$2 x=$work/extract moddir kver
-	rm -rf "$x" "$dir.tmp"
-	dpkg-deb -x "$work"/deb/*.deb "$x"
-	# Debian 12 ships /lib/modules; later releases ship /usr/lib/modules.
-	moddir=$(find "$x/lib/modules" "$x/usr/lib/modules" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -1 || true)
-	[[ -n $moddir ]] || die "$name: no lib/modules in the package"
-	kver=$(basename "$moddir")
-	[[ -f $x/boot/vmlinuz-$kver ]] || die "$name: no boot/vmlinuz-$kver in the package"
-	mkdir -p "$dir.tmp/root/lib/modules"
-	mv "$x/boot/vmlinuz-$kver" "$dir.tmp/vmlinuz"
-	mv "$moddir" "$dir.tmp/root/lib/modules/$kver"
-	# The package does not ship modules.dep (its postinst makes it).
-	depmod -b "$dir.tmp/root" "$kver"
-	echo "$kver" >"$dir.tmp/kver"
-	rm -rf "$work/deb" "$x" "$dir"
-	mv "$dir.tmp" "$dir"
-}
-
-mkdir -p "$cache/kernel"
-# One lane at a time fills the cache (two fresh clones never share it, but
-# two runs in one work tree might).
-exec 9>"$cache/.lock"
-flock -w 900 9 || die "another kernel lane holds $cache/.lock"
-
-pkg=$(kernel_package) || pkg=
-if [[ -n $pkg && ! -f $cache/kernel/${pkg/ /_}/kver ]] && ! download_kernel "${pkg% *}" "${pkg#* }"; then
-	pkg= # stale apt lists (the version rotated away): refresh below
-fi
-if [[ -z $pkg ]]; then
-	log "refreshing apt lists"
-	apt-get update -qq || true
-	pkg=$(kernel_package) || pkg=
-	if [[ -n $pkg && ! -f $cache/kernel/${pkg/ /_}/kver ]] && ! download_kernel "${pkg% *}" "${pkg#* }"; then
-		die "apt-get download of $pkg failed"
-	fi
-fi
-if [[ -n $pkg ]]; then
-	read -r kname kversion <<<"$pkg"
-	kdir=$cache/kernel/${kname}_${kversion}
-	if [[ -f $kdir/kver ]]; then
-		log "using cached $kname $kversion"
-	else
-		extract_kernel "$kname" "$kdir"
-		# Only the current version is kept.
-		find "$cache/kernel" -mindepth 1 -maxdepth 1 ! -path "$kdir" -exec rm -rf {} +
-	fi
-else
-	# apt cannot resolve the kernel (no network): use what is cached.
-	kdir=$(find "$cache/kernel" -mindepth 1 -maxdepth 1 -type d ! -name '*.tmp' | sort | tail -1)
-	[[ -n $kdir && -f $kdir/kver ]] || die "cannot resolve linux-image-amd64 with apt and no kernel is cached"
-	log "warning: apt cannot resolve linux-image-amd64; using cached $(basename "$kdir")"
-fi
-# vmlinux: the ELF inside the bzImage, found by its compressor's magic.
-if [[ ! -f $kdir/vmlinux && ! -f $kdir/vmlinux.none ]]; then
-	off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$kdir/vmlinuz" | head -1 | cut -d: -f1 || true)
-	# xz stops after its stream, so tail may die of SIGPIPE: not an error.
-	if [[ -n $off ]] && { tail -c +$((off + 1)) "$kdir/vmlinuz" || true; } | xz -dc --single-stream >"$kdir/vmlinux.tmp" 2>/dev/null &&
-		[[ $(head -c 4 "$kdir/vmlinux.tmp") == $'\x7fELF' ]]; then
-		mv "$kdir/vmlinux.tmp" "$kdir/vmlinux"
-	else
-		rm -f "$kdir/vmlinux.tmp"
-		touch "$kdir/vmlinux.none" # not xz: boot the bzImage
-	fi
-fi
-exec 9>&-
+kdir=$(bash "$lane/kernel.sh" | tail -n 1)
+[[ -n $kdir && -f $kdir/kver ]] || die "hack/kernel-lane/kernel.sh gave no kernel"
 kver=$(cat "$kdir/kver")
 log "kernel $kver ready ($(elapsed)s)"
 
 # ---- 2. initramfs ---------------------------------------------------------
 
+# The staged tree: /init, the lane's files and the test binaries; busybox
+# (with the /bin -> usr/bin link of this machine) and the modules are
+# added by hack/initramfs, the builder the lab's guest mode uses too.
 root=$work/root
-mkdir -p "$root"/{bin,dev,proc,sys,run,tmp,etc/lane,lib/modules,pkg}
-cp /bin/busybox "$root/bin/busybox"
-ln -s busybox "$root/bin/sh"
+mkdir -p "$root"/{dev,proc,sys,run,tmp,etc/lane,pkg,usr/bin}
+ln -s busybox "$root/usr/bin/sh"
 install -m 0755 "$lane/init.sh" "$root/init"
 {
 	printf 'LANE_TEST_TIMEOUT=%q\n' "$test_timeout"
 } >"$root/etc/lane/env"
-
-# Modules: resolve each listed module's dependencies (in load order) with
-# modprobe against the extracted tree, ignoring the host's modprobe.d.
-declare -A seen=()
-modlist=$root/etc/lane/modules
-: >"$modlist"
-while read -r mod params; do
-	[[ -z $mod || $mod == \#* ]] && continue
-	deps=$(modprobe -C /dev/null -d "$kdir/root" -S "$kver" --show-depends "$mod") ||
-		die "module $mod: not found in $kver"
-	while read -r kind path _; do
-		[[ $kind == insmod ]] || continue # "builtin NAME": nothing to load
-		[[ -n ${seen[$path]:-} ]] && continue
-		seen[$path]=1
-		base=$(basename "$path")
-		case $base in
-		*.ko) cp "$path" "$root/lib/modules/$base" ;;
-		*.ko.xz) base=${base%.xz} && xz -dc "$path" >"$root/lib/modules/$base" ;;
-		*.ko.zst) base=${base%.zst} && zstd -qdc "$path" >"$root/lib/modules/$base" ;;
-		*.ko.gz) base=${base%.gz} && gzip -dc "$path" >"$root/lib/modules/$base" ;;
-		*) die "module file $path: unknown compression" ;;
-		esac
-		# Parameters belong to the listed module only, not to its deps.
-		if [[ $(basename "$path") == "$mod.ko"* || $(basename "$path") == "${mod//-/_}.ko"* ]]; then
-			echo "$base $params" >>"$modlist"
-		else
-			echo "$base" >>"$modlist"
-		fi
-	done <<<"$deps"
-done <"$lane/modules"
-log "$(wc -l <"$modlist") modules staged"
 
 # Test binaries: one per listed package, run in a copy of its directory's
 # testdata so relative paths resolve as under go test.
@@ -231,8 +114,13 @@ done < <(if [[ -n ${KERNEL_LANE_PACKAGES:-} ]]; then tr ' ' '\n' <<<"$KERNEL_LAN
 ((${#pkgs[@]})) || die "no test binaries built (check $lane/packages)"
 log "built ${#pkgs[@]} test binaries: ${pkgs[*]} ($(elapsed)s)"
 
+# Modules: each listed one with its dependencies (modules.dep, soft
+# dependencies), in modprobe's load order, uncompressed, listed in
+# /etc/lane/modules.
 initrd=$work/initrd.cpio
-(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --owner=0:0 --quiet) >"$initrd"
+go run ./hack/initramfs -out "$initrd" -kernel-dir "$kdir" -modules "$lane/modules" \
+	-module-dir /lib/modules -module-list /etc/lane/modules \
+	-host-path /bin/busybox -tree "$root" </dev/null
 log "initramfs $(du -h "$initrd" | cut -f1) ($(elapsed)s)"
 
 # ---- 3. boot ----------------------------------------------------------------

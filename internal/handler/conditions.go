@@ -2,6 +2,7 @@ package handler
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,12 +69,24 @@ func setEnactmentProgressing(l *shared.ConditionList, now time.Time) {
 	}.apply(l, now)
 }
 
-func setEnactmentSuccess(l *shared.ConditionList, now time.Time) {
+// successMessage is upstream's "successfully reconciled", followed by what
+// the node could not do of upstream's defaults (out.NoDefaultTrunk).
+func successMessage(out rendered) string {
+	const msg = "successfully reconciled"
+	if len(out.NoDefaultTrunk) == 0 {
+		return msg
+	}
+	return fmt.Sprintf("%s; the default VLAN trunk (2-4094) was not applied to linux-bridge ports %s: "+
+		"this node's kernel cannot filter VLANs on bridges (CONFIG_BRIDGE_VLAN_FILTERING), so the bridges pass untagged traffic only",
+		msg, strings.Join(out.NoDefaultTrunk, ", "))
+}
+
+func setEnactmentSuccess(l *shared.ConditionList, now time.Time, message string) {
 	enactmentConditions{
 		available: condTrue, failing: condFalse, progressing: condFalse, pending: condFalse, aborted: condFalse,
 		reason: shared.NodeNetworkConfigurationEnactmentConditionSuccessfullyConfigured,
 		messages: map[shared.ConditionType]string{
-			shared.NodeNetworkConfigurationEnactmentConditionAvailable: "successfully reconciled",
+			shared.NodeNetworkConfigurationEnactmentConditionAvailable: message,
 		},
 	}.apply(l, now)
 }

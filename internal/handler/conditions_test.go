@@ -53,7 +53,7 @@ func TestEnactmentConditionMatrix(t *testing.T) {
 			row{[5]corev1.ConditionStatus{F, F, F, T, F}, [5]shared.ConditionReason{"MaxUnavailableLimitReached", "MaxUnavailableLimitReached", "MaxUnavailableLimitReached", "MaxUnavailableLimitReached", "MaxUnavailableLimitReached"}, [5]string{"", "", wait, wait, ""}}, phasePending},
 		{"progressing", func(l *shared.ConditionList) { setEnactmentProgressing(l, now) },
 			row{[5]corev1.ConditionStatus{U, U, T, F, F}, [5]shared.ConditionReason{"ConfigurationProgressing", "ConfigurationProgressing", "ConfigurationProgressing", "ConfigurationProgressing", "ConfigurationProgressing"}, [5]string{"", "", "Applying desired state", "", ""}}, phaseProgressing},
-		{"success", func(l *shared.ConditionList) { setEnactmentSuccess(l, now) },
+		{"success", func(l *shared.ConditionList) { setEnactmentSuccess(l, now, "successfully reconciled") },
 			row{[5]corev1.ConditionStatus{T, F, F, F, F}, [5]shared.ConditionReason{"SuccessfullyConfigured", "SuccessfullyConfigured", "SuccessfullyConfigured", "SuccessfullyConfigured", "SuccessfullyConfigured"}, [5]string{"successfully reconciled", "", "", "", ""}}, phaseAvailable},
 		{"failed", func(l *shared.ConditionList) { setEnactmentFailedToConfigure(l, now, "boom") },
 			row{[5]corev1.ConditionStatus{F, T, F, F, F}, [5]shared.ConditionReason{"FailedToConfigure", "FailedToConfigure", "FailedToConfigure", "FailedToConfigure", "SuccessfullyConfigured"}, [5]string{"", "boom", "", "", ""}}, phaseFailed},

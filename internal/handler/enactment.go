@@ -92,7 +92,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 	if out.Desired == nil {
 		// Upstream: "Ignoring empty desired state"; no permit needed.
 		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			setEnactmentSuccess(&st.Conditions, now)
+			setEnactmentSuccess(&st.Conditions, now, successMessage(out))
 		})
 	}
 
@@ -140,6 +140,9 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 	if r.opts.OnApply != nil {
 		r.tx.onApply = func() { r.opts.OnApply(req.Name) }
 	}
+	if len(out.NoDefaultTrunk) > 0 {
+		log.Info("the kernel cannot filter VLANs on bridges: applying without upstream's default VLAN trunk", "ports", out.NoDefaultTrunk)
+	}
 	log.Info("applying", "generation", gen)
 	tx, applyErr := r.tx.run(ctx, out.Desired)
 	r.rollbackEvent(e, gen, tx)
@@ -148,7 +151,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		r.setRetryWait(req.Name, time.Time{})
 		log.Info("applied", "generation", gen)
 		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			setEnactmentSuccess(&st.Conditions, now)
+			setEnactmentSuccess(&st.Conditions, now, successMessage(out))
 		})
 	}
 	key := strconv.FormatInt(gen, 10)

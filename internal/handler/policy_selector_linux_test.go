@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/knmstate/knmstate/api/shared"
 	"github.com/knmstate/knmstate/internal/nstest"
 )
 
@@ -120,6 +121,38 @@ func TestPolicyStatusHasDefaultBridgeVLANs(t *testing.T) {
 	want := `{"name":"eth1","vlan":{"mode":"trunk","trunk-tags":[{"id-range":{"max":4094,"min":2}}]}},{"name":"eth2","vlan":{}}`
 	if !strings.Contains(got, want) {
 		t.Errorf("desiredState %s\nlacks %s", got, want)
+	}
+}
+
+// On a kernel that cannot filter VLANs on bridges (this machine's), the
+// handler leaves the default trunk out, and the Available condition says
+// which ports and why.
+func TestPolicyWithoutDefaultTrunkSaysSo(t *testing.T) {
+	ns := nstest.New(t)
+	peer := nstest.New(t)
+	nstest.Veth(t, ns, "eth1", peer, "eth1p")
+	n := newPolNode(t, "pol-notrunk", ns.Path, map[string]string{"pol-notrunk": "yes"})
+	n.start(t, func(o *PolicyOptions) { o.NoDefaultBridgeVLANs = true })
+	p := n.createPolicy(t, "pol-notrunk", `interfaces:
+- name: br1
+  type: linux-bridge
+  state: up
+  bridge:
+    options: {stp: {enabled: false}}
+    port:
+    - name: eth1
+`, map[string]string{"pol-notrunk": "yes"}, nil)
+	n.waitEnactment(t, p.Name, "Pending", phaseIs(1, phasePending))
+	n.grant(t, p.Name, 1)
+	e := n.waitEnactment(t, p.Name, "Available", phaseIs(1, phaseAvailable))
+	c := e.Status.Conditions.Find(shared.NodeNetworkConfigurationEnactmentConditionAvailable)
+	for _, want := range []string{"successfully reconciled", "default VLAN trunk (2-4094) was not applied", "br1/eth1", "CONFIG_BRIDGE_VLAN_FILTERING"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("Available message %q lacks %q", c.Message, want)
+		}
+	}
+	if got := e.Status.DesiredState.String(); strings.Contains(got, "trunk") {
+		t.Errorf("desiredState %s has a trunk", got)
 	}
 }
 

@@ -23,6 +23,10 @@ type rendered struct {
 	// Features are the nmstate features Desired uses (sorted), for the
 	// enactment's status.features.
 	Features []string
+	// NoDefaultTrunk are the linux-bridge ports ("br1/eth1") that would
+	// have got upstream's default VLAN trunk but did not, because the
+	// kernel cannot filter VLANs on bridges: the enactment says so.
+	NoDefaultTrunk []string
 }
 
 // renderError is a failure to produce the desired state: the user must fix
@@ -94,6 +98,8 @@ func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmsta
 	}
 	if opts.DefaultBridgeVLANs {
 		addDefaultBridgeVLANs(gen.DesiredState)
+	} else {
+		out.NoDefaultTrunk = defaultTrunkPorts(gen.DesiredState)
 	}
 	raw, err := json.Marshal(gen.DesiredState)
 	if err != nil {
@@ -127,11 +133,21 @@ func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmsta
 	return out, nil
 }
 
-// addDefaultBridgeVLANs gives every port without a `vlan` key of every
-// linux-bridge that is `state: up` a trunk of VLANs 2-4094 (upstream's
-// default, so a bridge passes tagged traffic). A port with any vlan key,
-// even an empty one, is left alone. doc is modified in place.
-func addDefaultBridgeVLANs(doc any) {
+// defaultTrunk is upstream's default VLAN filtering of a linux-bridge
+// port: a trunk of VLANs 2-4094 (the port's PVID stays 1).
+func defaultTrunk() map[string]any {
+	return map[string]any{
+		"mode": "trunk",
+		"trunk-tags": []any{map[string]any{
+			"id-range": map[string]any{"min": int64(2), "max": int64(4094)},
+		}},
+	}
+}
+
+// untrunkedPorts calls f with every port without a `vlan` key of every
+// linux-bridge that is `state: up` (a port with any vlan key, even an
+// empty one, is left alone), in document order.
+func untrunkedPorts(doc any, f func(bridge string, port map[string]any)) {
 	root, ok := doc.(map[string]any)
 	if !ok {
 		return
@@ -142,22 +158,33 @@ func addDefaultBridgeVLANs(doc any) {
 		if !ok || iface["type"] != "linux-bridge" || iface["state"] != "up" {
 			continue
 		}
+		name, _ := iface["name"].(string)
 		br, _ := iface["bridge"].(map[string]any)
 		ports, _ := br["port"].([]any)
 		for _, p := range ports {
-			port, ok := p.(map[string]any)
-			if !ok {
-				continue
-			}
-			if _, has := port["vlan"]; has {
-				continue
-			}
-			port["vlan"] = map[string]any{
-				"mode": "trunk",
-				"trunk-tags": []any{map[string]any{
-					"id-range": map[string]any{"min": int64(2), "max": int64(4094)},
-				}},
+			if port, ok := p.(map[string]any); ok {
+				if _, has := port["vlan"]; !has {
+					f(name, port)
+				}
 			}
 		}
 	}
+}
+
+// addDefaultBridgeVLANs gives every port without a `vlan` key of every
+// linux-bridge that is `state: up` a trunk of VLANs 2-4094 (upstream's
+// default, so a bridge passes tagged traffic). doc is modified in place.
+func addDefaultBridgeVLANs(doc any) {
+	untrunkedPorts(doc, func(_ string, port map[string]any) { port["vlan"] = defaultTrunk() })
+}
+
+// defaultTrunkPorts names ("bridge/port") the ports addDefaultBridgeVLANs
+// would give the default trunk.
+func defaultTrunkPorts(doc any) []string {
+	var out []string
+	untrunkedPorts(doc, func(bridge string, port map[string]any) {
+		name, _ := port["name"].(string)
+		out = append(out, bridge+"/"+name)
+	})
+	return out
 }

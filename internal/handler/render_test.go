@@ -64,6 +64,8 @@ interfaces:
 		name string
 		opts renderOptions
 		want string
+		// wantNoTrunk: ports reported as left without the default trunk.
+		wantNoTrunk []string
 	}{
 		{"kernel filters VLANs: upstream's trunk on ports without a vlan key", renderOptions{DefaultBridgeVLANs: true}, `
 interfaces:
@@ -81,8 +83,8 @@ interfaces:
   bridge:
     port:
     - name: eth3
-`},
-		{"kernel without VLAN filtering: ports as written", renderOptions{}, `
+`, nil},
+		{"kernel without VLAN filtering: ports as written, and said", renderOptions{}, `
 interfaces:
 - name: br1
   type: linux-bridge
@@ -97,7 +99,7 @@ interfaces:
   bridge:
     port:
     - name: eth3
-`},
+`, []string{"br1/eth1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +122,9 @@ interfaces:
 			}
 			if compact.String() != out.Status.String() {
 				t.Errorf("Desired and Status differ:\n%s\n%s", compact.String(), out.Status)
+			}
+			if diff := cmp.Diff(tt.wantNoTrunk, out.NoDefaultTrunk); diff != "" {
+				t.Errorf("ports without the default trunk (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -228,6 +233,28 @@ routes: {config: [{destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, ne
 			}
 			if diff := cmp.Diff(tt.want, out.Features); diff != "" {
 				t.Errorf("features (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSuccessMessage: upstream's text, and what the node could not do of
+// upstream's defaults after it.
+func TestSuccessMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		out  rendered
+		want string
+	}{
+		{"everything applied", rendered{}, "successfully reconciled"},
+		{"no default trunk", rendered{NoDefaultTrunk: []string{"br0/eth1", "br1/eth2"}},
+			"successfully reconciled; the default VLAN trunk (2-4094) was not applied to linux-bridge ports br0/eth1, br1/eth2: " +
+				"this node's kernel cannot filter VLANs on bridges (CONFIG_BRIDGE_VLAN_FILTERING), so the bridges pass untagged traffic only"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, successMessage(tt.out)); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/remoteexec"
 )
 
 // Up starts the supervisor of a new lab, detached (own session, output to
@@ -69,6 +70,10 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 			args = append(args, "--more-images", d)
 		}
 	}
+	if opts.Kernel != "" {
+		args = append(args, "--kernel", opts.Kernel, "--kernel-cache", opts.KernelCache,
+			"--guest-memory", strconv.Itoa(opts.GuestMemory), "--guest-cpus", strconv.Itoa(opts.GuestCPUs))
+	}
 	cmd := exec.Command(opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = "/"
@@ -80,11 +85,15 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 
-	st, err := waitReady(ctx, opts.Dir, exited)
+	timeout := 5 * time.Minute
+	if opts.Kernel != "" {
+		timeout = 15 * time.Minute // a guest's boot and everything in it runs slowly
+	}
+	st, err := waitReady(ctx, opts.Dir, exited, timeout)
 	if err != nil {
 		// The logs go with the directory: their ends go into the error.
 		tail := logTail(filepath.Join(opts.Dir, logFile), 20)
-		for _, glob := range []string{"nodes/*/*.log", "controller.log"} {
+		for _, glob := range []string{"nodes/*/*.log", "controller.log", "guest/console.log"} {
 			logs, _ := filepath.Glob(filepath.Join(opts.Dir, glob))
 			for _, l := range logs {
 				tail += logTail(l, 8)
@@ -117,8 +126,8 @@ func prepareDir(dir string) error {
 	return nil
 }
 
-func waitReady(ctx context.Context, dir string, exited <-chan struct{}) (*State, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+func waitReady(ctx context.Context, dir string, exited <-chan struct{}, timeout time.Duration) (*State, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		st, err := ReadState(dir)
@@ -332,16 +341,47 @@ func waitExit(ctx context.Context, pid int, dir string, d time.Duration) bool {
 	return true
 }
 
-// ExecCommand returns the command running args inside a node's network,
-// mount (its /etc/resolv.conf) and UTS (its hostname) namespaces.
-func ExecCommand(dir, node string, args []string) (*exec.Cmd, error) {
+// Exec runs args inside a node of the lab in dir, in its network, mount
+// (its /etc/resolv.conf) and UTS (its hostname) namespaces, with the given
+// streams, and returns the command's exit status. In guest mode the guest's
+// agent runs it (no terminal: stdin is a stream).
+func Exec(ctx context.Context, dir, node string, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
-		return nil, errors.New("lab exec: no command given (knmstate lab exec NODE -- CMD...)")
+		return 0, errors.New("lab exec: no command given (knmstate lab exec NODE -- CMD...)")
 	}
 	st, err := ReadState(dir)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
+	if _, err := st.Node(node); err != nil {
+		return 0, err
+	}
+	if st.Guest != nil {
+		c, err := guestClientFor(st)
+		if err != nil {
+			return 0, err
+		}
+		return remoteexec.Run(ctx, c.addr, c.token, remoteexec.Request{Target: node, Args: args}, stdin, stdout, stderr)
+	}
+	cmd, err := execCommand(st, node, args)
+	if err != nil {
+		return 0, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lab exec: %w", err)
+	}
+	return 0, nil
+}
+
+// execCommand returns nsenter running args inside a node's namespaces of
+// this machine.
+func execCommand(st *State, node string, args []string) (*exec.Cmd, error) {
 	n, err := st.Node(node)
 	if err != nil {
 		return nil, err
@@ -386,7 +426,13 @@ func Status(ctx context.Context, dir string, w io.Writer) error {
 	if st.ReadyAfter > 0 {
 		fmt.Fprintf(w, "ready after %v\n", time.Duration(st.ReadyAfter).Round(time.Millisecond))
 	}
-	fmt.Fprintf(w, "kubeconfig: %s (forwarder %s -> %s in %s)\n\n", st.Kubeconfig, st.Forwarder, st.APIServer, st.SwitchNS)
+	if g := st.Guest; g != nil {
+		fmt.Fprintf(w, "guest: qemu (TCG), Debian kernel %s, %d MiB, %d CPUs; agent %s; console %s\n", g.Kernel, g.MemoryMiB, g.CPUs, g.Agent, g.Console)
+		fmt.Fprintf(w, "kubeconfig: %s (API server %s on this machine; the nodes reach it at https://%s:%d, forwarded by the guest to %s)\n\n",
+			st.Kubeconfig, st.APIServer, lanPrefix.Addr(), apiPort, g.APIServer)
+	} else {
+		fmt.Fprintf(w, "kubeconfig: %s (forwarder %s -> %s in %s)\n\n", st.Kubeconfig, st.Forwarder, st.APIServer, st.SwitchNS)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROCESS\tPID\tSTATUS\tWHERE")
@@ -395,7 +441,7 @@ func Status(ctx context.Context, dir string, w io.Writer) error {
 	for _, p := range st.Processes {
 		listed[p.PID] = true
 		status := p.Status
-		if p.PID > 0 && !alive(p.PID) {
+		if p.PID > 0 && !p.Guest && !alive(p.PID) {
 			status = "gone"
 		}
 		if p.Restarts > 0 {

@@ -6,6 +6,15 @@
 // node plus the controller. kubectl reaches the API server through a TCP
 // forwarder on this machine's loopback.
 //
+// In guest mode (Options.Kernel) the nodes run on another kernel, in a qemu
+// guest (internal/labvm): the supervisor keeps etcd, the API server (on
+// loopback) and the controller, and a guest agent (RunGuest, `knmstate lab
+// guest`) builds the switch, dnsmasq, the nodes, their node runtimes and
+// handlers inside the guest with the supervisor's own steps, forwards the
+// switch's API address to the API server through qemu's user-mode network,
+// and serves its state and exec into the nodes (internal/remoteexec)
+// through a port qemu forwards from this machine's loopback.
+//
 // A lab is a directory (Options.Dir) and a detached supervisor process
 // (`knmstate lab run`, started by Up) that owns everything the lab runs and
 // removes it when it gets SIGTERM (Down). The directory holds the pidfile,
@@ -17,6 +26,7 @@
 // in its command line or runs inside one of the lab's namespaces, which is
 // how Down finds leftovers), the mounts below the lab directory and the
 // directory itself. It must never change this machine's interfaces, routes,
-// sysctls or /etc/resolv.conf: the only host-side network object is the
-// forwarder's listening socket on 127.0.0.1.
+// sysctls or /etc/resolv.conf: the only host-side network objects are the
+// forwarder's listening socket on 127.0.0.1 (in guest mode: the API
+// server's and etcd's, and qemu's forwarded port, all on 127.0.0.1).
 package lab

@@ -9,10 +9,13 @@ import (
 	"sync"
 )
 
-// forwarder accepts TCP connections on this machine's loopback and joins
-// each to a connection dialed by dial (from inside the switch namespace):
-// kubectl's way to an API server that listens only there. It is the lab's
-// only object in the host's network namespace.
+// forwarder accepts TCP connections and joins each to a connection dialed
+// by dial. On this machine's loopback, dialing from inside the switch
+// namespace, it is kubectl's way to an API server that listens only there
+// (the lab's only object in the host's network namespace); in guest mode
+// it listens at the API server's address in the guest's switch namespace
+// and dials this machine's loopback through qemu (the nodes' way to an
+// API server that runs outside the guest). TLS passes through untouched.
 type forwarder struct {
 	ln     net.Listener
 	target string
@@ -24,13 +27,9 @@ type forwarder struct {
 	conns map[net.Conn]struct{}
 }
 
-// newForwarder listens on a free port of 127.0.0.1.
-func newForwarder(target string, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) (*forwarder, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	return &forwarder{ln: ln, target: target, dial: dial, log: log, conns: map[net.Conn]struct{}{}}, nil
+// newForwarder forwards the connections of ln to target; serve closes ln.
+func newForwarder(ln net.Listener, target string, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) *forwarder {
+	return &forwarder{ln: ln, target: target, dial: dial, log: log, conns: map[net.Conn]struct{}{}}
 }
 
 // Addr is the listening address, host:port.

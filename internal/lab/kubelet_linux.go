@@ -539,7 +539,7 @@ func (s *supervisor) buildKubelet(ctx context.Context, cancel context.CancelFunc
 	if err != nil {
 		return err
 	}
-	if err := waitNNS(ctx, dyn, nodes); err != nil {
+	if err := waitNNS(ctx, dyn, nodes, 2*time.Minute); err != nil {
 		return err
 	}
 	s.step("knmstate ("+o.Install+"): handler on every node, controller; every node has a NodeNetworkState", t)

@@ -30,6 +30,10 @@ const DefaultHeartbeat = 10 * time.Second
 // nodeObject is the Node of a lab node: the labels, addresses, node info
 // and Ready condition a kubelet would report.
 func nodeObject(n NodeState, now time.Time) *corev1.Node {
+	kernel, image := kernelRelease(), "knmstate lab node (network namespace)"
+	if n.Kernel != "" {
+		kernel, image = n.Kernel, "knmstate lab node (network namespace in a qemu guest)"
+	}
 	labels := map[string]string{
 		"kubernetes.io/hostname":            n.Name,
 		"kubernetes.io/os":                  "linux",
@@ -54,11 +58,11 @@ func nodeObject(n NodeState, now time.Time) *corev1.Node {
 				OperatingSystem: "linux",
 				Architecture:    runtime.GOARCH,
 				KubeletVersion:  "knmstate-lab/" + version.Version,
-				KernelVersion:   kernelRelease(),
+				KernelVersion:   kernel,
 				// No kubelet and no container runtime: the node is a set of
 				// namespaces.
 				ContainerRuntimeVersion: "none",
-				OSImage:                 "knmstate lab node (network namespace)",
+				OSImage:                 image,
 			},
 			Conditions: []corev1.NodeCondition{readyCondition(now, now)},
 		},

@@ -75,6 +75,40 @@ type Options struct {
 	// writes (kubelet mode); default images/ next to Binary, else the
 	// repository's bin/images.
 	Images string
+
+	// Kernel, when set, runs the nodes on another kernel, in a qemu guest
+	// (guest mode): KernelDebian is Debian's linux-image-amd64 of the
+	// kernel lane's cache. The switch, dnsmasq, the nodes, their node
+	// runtimes and handlers run in the guest; etcd, the API server and the
+	// controller stay on this machine.
+	Kernel string
+	// KernelCache is the kernel lane's cache (hack/kernel-lane/kernel.sh
+	// fills it); default the repository's .cache/kernel-lane.
+	KernelCache string
+	// GuestMemory is the guest's memory in MiB; default DefaultGuestMemory.
+	GuestMemory int
+	// GuestCPUs is the guest's number of CPUs; default 2.
+	GuestCPUs int
+}
+
+// KernelDebian is the Kernel of guest mode: Debian's kernel under qemu.
+const KernelDebian = "debian"
+
+// DefaultGuestMemory is the guest's memory in MiB: the kernel, the
+// initramfs (the binaries, unpacked), and per node a handler and a node
+// runtime of about 40 MB each.
+const DefaultGuestMemory = 2048
+
+// guestSlowdown scales the lab's own waits in guest mode: Go code runs
+// about 18 times slower under qemu's TCG than on this machine.
+const guestSlowdown = 20
+
+// scale stretches a wait for the mode the lab runs in.
+func (o Options) scale(d time.Duration) time.Duration {
+	if o.Kernel != "" {
+		return d * guestSlowdown
+	}
+	return d
 }
 
 // DefaultDir is the directory of the lab named name.
@@ -133,6 +167,37 @@ func (o Options) withDefaults() (Options, error) {
 			// Resolved here, from the caller's working directory: the
 			// supervisor runs in /.
 			o.APIServer = filepath.Join(root, "bin", "kube-apiserver")
+		}
+	}
+	if o.Kernel != "" {
+		if o.Kernel != KernelDebian {
+			errs = append(errs, fmt.Errorf("kernel: %q is not a kernel the lab knows (only %q)", o.Kernel, KernelDebian))
+		}
+		if o.Kubelet {
+			errs = append(errs, errors.New("kernel: guest mode and kubelet mode do not combine"))
+		}
+		if o.KernelCache == "" {
+			if root, err := testenv.FindRepoRoot(); err == nil {
+				o.KernelCache = filepath.Join(root, ".cache", "kernel-lane")
+			} else {
+				errs = append(errs, fmt.Errorf("kernel-cache: not given and no repository found: %w", err))
+			}
+		}
+		if o.KernelCache != "" {
+			abs, err := filepath.Abs(o.KernelCache)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("kernel-cache: %w", err))
+			}
+			o.KernelCache = abs
+		}
+		if o.GuestMemory == 0 {
+			o.GuestMemory = DefaultGuestMemory
+		}
+		if o.GuestCPUs == 0 {
+			o.GuestCPUs = 2
+		}
+		if o.GuestMemory < 256 || o.GuestCPUs < 1 {
+			errs = append(errs, fmt.Errorf("guest: %d MiB and %d CPUs is too small", o.GuestMemory, o.GuestCPUs))
 		}
 	}
 	if o.Install == "" {

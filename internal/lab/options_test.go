@@ -22,6 +22,9 @@ func TestOptionsErrors(t *testing.T) {
 		{"root dir", Options{Dir: "/", Binary: "/bin/true"}, "dir: / cannot be a lab directory"},
 		{"unknown install", Options{Dir: "/tmp/x", Binary: "/bin/true", Kubelet: true, Install: "helm"}, `install: "helm" is not one of manifests, operator, none`},
 		{"operator without kubelets", Options{Dir: "/tmp/x", Binary: "/bin/true", Install: InstallOperator}, "install: operator needs kubelet mode (--kubelet)"},
+		{"unknown kernel", Options{Dir: "/tmp/x", Binary: "/bin/true", Kernel: "fedora", KernelCache: "/c"}, `kernel: "fedora" is not a kernel the lab knows (only "debian")`},
+		{"guest and kubelets", Options{Dir: "/tmp/x", Binary: "/bin/true", Kernel: KernelDebian, KernelCache: "/c", Kubelet: true, Images: "/i", KubeBinDir: "/k"}, "kernel: guest mode and kubelet mode do not combine"},
+		{"tiny guest", Options{Dir: "/tmp/x", Binary: "/bin/true", Kernel: KernelDebian, KernelCache: "/c", GuestMemory: 128}, "guest: 128 MiB and 2 CPUs is too small"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.opts.withDefaults()
@@ -32,6 +35,24 @@ func TestOptionsErrors(t *testing.T) {
 				t.Errorf("error (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGuestDefaults: guest mode's guest size and the repository's kernel
+// cache, and its waits stretched for TCG.
+func TestGuestDefaults(t *testing.T) {
+	o, err := Options{Binary: "/bin/true", APIServer: "/x", Kernel: KernelDebian, KernelCache: "rel/cache"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.GuestMemory != DefaultGuestMemory || o.GuestCPUs != 2 || !strings.HasSuffix(o.KernelCache, "/rel/cache") || !strings.HasPrefix(o.KernelCache, "/") {
+		t.Errorf("guest %d MiB, %d CPUs, cache %q", o.GuestMemory, o.GuestCPUs, o.KernelCache)
+	}
+	if got, want := o.scale(time.Minute), guestSlowdown*time.Minute; got != want {
+		t.Errorf("scale(1m) = %v, want %v", got, want)
+	}
+	if got := (Options{}).scale(time.Minute); got != time.Minute {
+		t.Errorf("scale(1m) on this machine's kernel = %v", got)
 	}
 }
 

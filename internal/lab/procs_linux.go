@@ -153,6 +153,10 @@ type proc struct {
 	// cloneflags are extra namespaces the process gets at birth
 	// (CLONE_NEWPID for a node's init).
 	cloneflags uintptr
+	// once: not restarted when it exits (the guest's qemu: a new guest
+	// would have none of the lab's state); exited is called then.
+	once   bool
+	exited func(status string)
 	// changed is called after every status change.
 	changed func()
 
@@ -204,20 +208,22 @@ func (p *proc) startOnce() (*exec.Cmd, chan struct{}, error) {
 }
 
 // run keeps the process running until ctx ends, then stops it (SIGTERM,
-// SIGKILL after 5s) and returns once it is reaped.
+// SIGKILL after 5s) and returns once it is reaped. A process run once
+// is not restarted.
 func (p *proc) run(ctx context.Context) {
 	defer close(p.stopped)
 	backoff := 500 * time.Millisecond
 	for first := true; ; first = false {
+		var status string
 		cmd, done, err := p.startOnce()
 		if err != nil {
-			p.set(0, "exited: "+err.Error(), false)
+			status = "exited: " + err.Error()
 		} else {
 			p.set(cmd.Process.Pid, "running", !first)
 			started := time.Now()
 			select {
 			case <-done:
-				p.set(0, "exited: "+exitText(cmd, p.logPath), false)
+				status = "exited: " + exitText(cmd, p.logPath)
 				if time.Since(started) > time.Minute {
 					backoff = 500 * time.Millisecond
 				}
@@ -232,6 +238,14 @@ func (p *proc) run(ctx context.Context) {
 				p.set(0, "stopped", false)
 				return
 			}
+		}
+		p.set(0, status, false)
+		if p.once {
+			if p.exited != nil {
+				p.exited(status)
+			}
+			<-ctx.Done()
+			return
 		}
 		select {
 		case <-ctx.Done():

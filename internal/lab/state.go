@@ -53,6 +53,10 @@ type State struct {
 	SwitchNS string `json:"switchNetns,omitempty"`
 	// SwitchDir holds dnsmasq's files and the nodes' resolv.conf files.
 	SwitchDir string `json:"switchDir,omitempty"`
+	// ControllerMetrics is the controller's metrics address (plain HTTP):
+	// on the switch namespace's loopback in the default mode, on this
+	// machine's loopback in guest mode (no switch namespace here).
+	ControllerMetrics string `json:"controllerMetrics,omitempty"`
 
 	// Kubelet: nodes run kubelets, containerd and kube-proxy, and
 	// knmstate runs as pods (kubelet mode).
@@ -64,8 +68,30 @@ type State struct {
 	// references by digest (kubelet mode).
 	Images map[string]string `json:"images,omitempty"`
 
+	// Guest is set in guest mode: the qemu guest the nodes run in.
+	Guest *GuestState `json:"guest,omitempty"`
+
 	Nodes     []NodeState `json:"nodes,omitempty"`
 	Processes []Process   `json:"processes,omitempty"`
+}
+
+// GuestState is the qemu guest of a lab in guest mode.
+type GuestState struct {
+	// Kernel is the guest kernel's release.
+	Kernel string `json:"kernel"`
+	// Agent is the guest agent's address on this machine's loopback (a
+	// port qemu forwards): status, start and exec.
+	Agent string `json:"agent"`
+	// TokenFile holds the agent's bearer token (readable by root only).
+	TokenFile string `json:"tokenFile"`
+	// Console is the guest's serial console log (boot, /init, the agent).
+	Console string `json:"console"`
+	// MemoryMiB and CPUs are the guest's size.
+	MemoryMiB int `json:"memoryMiB"`
+	CPUs      int `json:"cpus"`
+	// APIServer is the API server as the guest dials it (qemu maps
+	// 10.0.2.2 to this machine's loopback).
+	APIServer string `json:"apiServer"`
 }
 
 // NodeState is one node of the lab.
@@ -86,6 +112,9 @@ type NodeState struct {
 	// service --state-dir`; `nmstatectl apply` with it hands the runtime
 	// dynamic settings).
 	RuntimeStateDir string `json:"runtimeStateDir,omitempty"`
+	// Kernel is the node's kernel release when it is not this machine's
+	// (guest mode).
+	Kernel string `json:"kernel,omitempty"`
 }
 
 // Process is one process the supervisor runs.
@@ -98,6 +127,9 @@ type Process struct {
 	Status   string `json:"status"`
 	Restarts int    `json:"restarts,omitempty"`
 	Log      string `json:"log,omitempty"`
+	// Guest: the process runs in the lab's qemu guest (PID and Log are
+	// the guest's).
+	Guest bool `json:"guest,omitempty"`
 }
 
 // Step is one timed start-up step.

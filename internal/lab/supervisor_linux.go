@@ -17,6 +17,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -44,12 +45,21 @@ const componentNamespace = "nmstate"
 type supervisor struct {
 	opts Options
 	log  *slog.Logger
+	// where is the side processes run on: "host", or "guest" for the
+	// agent of guest mode.
+	where string
 
 	mu    sync.Mutex
 	state State
 	procs []*proc
 	// pubMu serialises writers of the state file (one temp file name).
 	pubMu sync.Mutex
+
+	// guestProcs are the processes of the guest (guest mode), as its
+	// agent last reported them.
+	guestProcs []Process
+	// guestExited gets the guest's qemu status if it ends.
+	guestExited chan string
 
 	// Children: started from these spawners, stopped through procCancel.
 	hostSpawner, swSpawner *spawner
@@ -78,8 +88,9 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("lab options: %w", err)
 	}
 	s := &supervisor{
-		opts: opts,
-		log:  slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		opts:  opts,
+		where: "host",
+		log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		state: State{
 			Name: opts.Name, Dir: opts.Dir, PID: os.Getpid(),
 			Phase: PhaseStarting, StartedAt: begin,
@@ -124,9 +135,14 @@ func Run(ctx context.Context, opts Options) error {
 	return nil
 }
 
+// scale stretches a wait for the mode the lab runs in.
+func (s *supervisor) scale(d time.Duration) time.Duration { return s.opts.scale(d) }
+
 // step times one start-up step.
-func (s *supervisor) step(name string, begin time.Time) {
-	d := time.Since(begin)
+func (s *supervisor) step(name string, begin time.Time) { s.addStep(name, time.Since(begin)) }
+
+// addStep records a start-up step that took d.
+func (s *supervisor) addStep(name string, d time.Duration) {
 	s.mu.Lock()
 	s.state.Steps = append(s.state.Steps, Step{Name: name, Duration: Duration(d)})
 	s.mu.Unlock()
@@ -141,104 +157,69 @@ func (s *supervisor) note(format string, args ...any) {
 	s.log.Warn(msg)
 }
 
-// publish writes the state file (with the processes' current status).
-func (s *supervisor) publish() {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
+// snapshot is the lab's state with the processes' current status.
+func (s *supervisor) snapshot() State {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	st := s.state
 	st.Processes = nil
 	for _, p := range s.procs {
 		st.Processes = append(st.Processes, p.snapshot())
 	}
-	s.mu.Unlock()
+	st.Processes = append(st.Processes, s.guestProcs...)
+	return st
+}
+
+// publish writes the state file (with the processes' current status).
+func (s *supervisor) publish() {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	st := s.snapshot()
 	if err := writeState(&st); err != nil {
 		s.log.Error("publish state", "err", err)
 	}
 }
 
+// setPhase sets and publishes the lab's phase (and error, for Failed).
+func (s *supervisor) setPhase(phase, err string) {
+	s.mu.Lock()
+	s.state.Phase, s.state.Error = phase, err
+	s.mu.Unlock()
+	s.publish()
+}
+
 func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]func()) error {
 	o := s.opts
-	if names, err := labnet.Namespaces(o.Name); err != nil {
+	if o.Kernel != "" {
+		if err := s.buildGuest(ctx, teardown); err != nil {
+			return err
+		}
+		s.ready(begin)
+		return nil
+	}
+	if err := checkNamespacesFree(o.Name); err != nil {
 		return err
-	} else if len(names) > 0 {
-		return fmt.Errorf("namespaces of a lab named %s exist already (%s): stop that lab first (knmstate lab down --name %s, or --dir of that lab)",
-			o.Name, strings.Join(names, ", "), o.Name)
 	}
 
 	// The switch first: the API server binds to its gateway address.
 	t := time.Now()
-	gw4 := netip.MustParsePrefix("192.0.2.1/24")
-	var extra []string
-	nodes := make([]NodeState, o.Nodes)
-	for i := range nodes {
-		role := RoleWorker
-		if i == 0 {
-			role = RoleControlPlane
-		}
-		b := gw4.Addr().As4()
-		b[3] = byte(11 + i)
-		nodes[i] = NodeState{Name: NodeName(i), Role: role, Address: netip.AddrFrom4(b).String()}
-		// The address the node's DHCP client gets (by eth0's MAC).
-		extra = append(extra, fmt.Sprintf("dhcp-host=%s,%s,%s", nodes[i].mac(), nodes[i].Name, nodes[i].Address))
-	}
-	sw, err := labnet.NewSwitch(ctx, labnet.Options{
-		Gateway4:       gw4,
-		Name:           o.Name,
-		Dir:            o.Dir,
-		NodeNamespaces: true,
-		Records:        map[string]netip.Addr{apiHost: gw4.Addr(), registryName + ".lab.example": gw4.Addr()},
-		DnsmasqExtra:   extra,
-		// The NICs are born unconfigured: no SLAAC from the switch's router
-		// advertisements. eth0, the primary NIC, accepts them (addNode).
-		NodeSysctls: map[string]string{
-			"net/ipv6/conf/default/accept_ra": "0",
-			"net/ipv6/conf/default/autoconf":  "0",
-		},
-	})
+	nodes := planNodes(o.Nodes)
+	sw, err := s.newSwitch(ctx, nodes, teardown)
 	if err != nil {
 		return err
 	}
-	*teardown = append(*teardown, func() {
-		if err := sw.Close(); err != nil {
-			s.log.Error("remove switch", "err", err)
-		}
-	})
-	s.mu.Lock()
-	s.state.SwitchNS, s.state.SwitchDir = sw.NS.Name, sw.Dir
-	s.mu.Unlock()
-	if s.hostSpawner, err = newSpawner(""); err != nil {
-		return err
-	}
-	if s.swSpawner, err = newSpawner(sw.NS.Path); err != nil {
-		s.hostSpawner.close()
-		return err
-	}
-	s.procCtx, s.procCancel = context.WithCancel(context.WithoutCancel(ctx))
-	*teardown = append(*teardown, func() {
-		// Every child gets SIGTERM at once; the spawners' threads end
-		// once all are reaped.
-		s.procCancel()
-		s.procWG.Wait()
-		s.hostSpawner.close()
-		s.swSpawner.close()
-	})
 	s.step("switch namespace, bridge, dnsmasq", t)
 
 	// The control plane and the nodes' namespaces in parallel: the API
 	// server's start-up dominates.
 	t = time.Now()
-	type envResult struct {
-		env *testenv.Env
-		err error
-	}
 	envc := make(chan envResult, 1)
 	go func() {
 		topts := testenv.Options{
 			RootDir:   o.Dir,
 			APIServer: o.APIServer,
 			NetNS:     sw.NS.Path,
-			Address:   gw4.Addr().String(),
+			Address:   lanPrefix.Addr().String(),
 			Hosts:     []string{apiHost},
 		}
 		if o.Kubelet {
@@ -281,27 +262,8 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 		}
 	}()
 
-	tn := time.Now()
-	dhcp := s.opts.Nmstatectl != "" && s.opts.Nmstatectl != NoNodeRuntime
-	if !dhcp {
-		s.note("no node runtime (nmstatectl): eth0 addresses are installed statically (the address DHCP would give), no DHCP client runs")
-	}
-	for i := range nodes {
-		if err := s.addNode(sw, &nodes[i], gw4, dhcp); err != nil {
-			return err
-		}
-	}
-	s.mu.Lock()
-	s.state.Nodes = append([]NodeState(nil), nodes...)
-	s.mu.Unlock()
-	s.publish()
-	s.step(fmt.Sprintf("%d node namespaces with eth0..eth2", len(nodes)), tn)
-	if dhcp {
-		tn = time.Now()
-		if err := waitLeases(ctx, sw, nodes); err != nil {
-			return err
-		}
-		s.step("node runtimes: eth0 configured by DHCP", tn)
+	if err := s.addNodes(ctx, sw, nodes); err != nil {
+		return err
 	}
 
 	if err := waitEnv(); err != nil {
@@ -311,10 +273,11 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 	*teardown = append(*teardown, cancel)
 
 	// kubectl's way in.
-	fwd, err := newForwarder(strings.TrimPrefix(env.Host(), "https://"), env.Config.Dial, s.log)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("forwarder: %w", err)
 	}
+	fwd := newForwarder(ln, strings.TrimPrefix(env.Host(), "https://"), env.Config.Dial, s.log)
 	fwdDone := make(chan struct{})
 	go func() { fwd.serve(ctx); close(fwdDone) }()
 	*teardown = append(*teardown, func() { cancel(); <-fwdDone })
@@ -341,39 +304,197 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 		if err := s.buildKubelet(ctx, cancel, env, sw, kube, nodes, teardown); err != nil {
 			return err
 		}
-	} else if err := s.buildProcesses(ctx, cancel, env, sw, kube, nodes, teardown); err != nil {
+	} else if err := s.buildProcesses(ctx, env, sw, kube, nodes, teardown); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.state.Phase = PhaseReady
-	s.state.ReadyAfter = Duration(time.Since(begin))
-	s.mu.Unlock()
-	s.publish()
-	s.log.Info("lab ready", "after", time.Since(begin), "kubeconfig", kubeconfig)
+	s.ready(begin)
 	return nil
 }
 
-// buildProcesses is the default mode: Node objects kept Ready by the
-// lab, a handler process per node on this machine's side, the controller
-// in the switch namespace.
-func (s *supervisor) buildProcesses(ctx context.Context, cancel context.CancelFunc, env *testenv.Env, sw *labnet.Switch, kube kubernetes.Interface, nodes []NodeState, teardown *[]func()) error {
+// ready marks the lab Ready.
+func (s *supervisor) ready(begin time.Time) {
+	s.mu.Lock()
+	s.state.Phase = PhaseReady
+	s.state.ReadyAfter = Duration(time.Since(begin))
+	kubeconfig := s.state.Kubeconfig
+	s.mu.Unlock()
+	s.publish()
+	s.log.Info("lab ready", "after", time.Since(begin), "kubeconfig", kubeconfig)
+}
+
+// lanPrefix is the switch's IPv4 network; the gateway (the switch's own
+// address) is where the API server listens in every mode.
+var lanPrefix = netip.MustParsePrefix("192.0.2.1/24")
+
+// switchVLANs are the tagged networks of the switch in guest mode, with
+// DHCP: upstream's examples and e2e tests put VLANs 102 and 103 on the
+// nodes' NICs and bonds.
+var switchVLANs = []labnet.VLAN{
+	{ID: 102, Gateway4: netip.MustParsePrefix("10.102.0.1/24")},
+	{ID: 103, Gateway4: netip.MustParsePrefix("10.103.0.1/24")},
+}
+
+// checkNamespacesFree fails when namespaces of a lab of this name exist.
+func checkNamespacesFree(name string) error {
+	names, err := labnet.Namespaces(name)
+	if err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("namespaces of a lab named %s exist already (%s): stop that lab first (knmstate lab down --name %s, or --dir of that lab)",
+			name, strings.Join(names, ", "), name)
+	}
+	return nil
+}
+
+// planNodes names the lab's n nodes and gives each its role and address
+// (what the switch's DHCP server reserves for its eth0).
+func planNodes(n int) []NodeState {
+	nodes := make([]NodeState, n)
+	for i := range nodes {
+		role := RoleWorker
+		if i == 0 {
+			role = RoleControlPlane
+		}
+		b := lanPrefix.Addr().As4()
+		b[3] = byte(11 + i)
+		nodes[i] = NodeState{Name: NodeName(i), Role: role, Address: netip.AddrFrom4(b).String()}
+	}
+	return nodes
+}
+
+// newSwitch creates the switch namespace with its bridge and dnsmasq
+// (reservations for the nodes' eth0 MACs) and the spawners children start
+// from; the teardown removes them.
+func (s *supervisor) newSwitch(ctx context.Context, nodes []NodeState, teardown *[]func()) (*labnet.Switch, error) {
 	o := s.opts
+	var extra []string
+	for _, n := range nodes {
+		// The address the node's DHCP client gets (by eth0's MAC).
+		extra = append(extra, fmt.Sprintf("dhcp-host=%s,%s,%s", n.mac(), n.Name, n.Address))
+	}
+	var vlans []labnet.VLAN
+	if o.Kernel != "" {
+		vlans = switchVLANs // the switch needs 8021q: the guest's kernel
+	}
+	sw, err := labnet.NewSwitch(ctx, labnet.Options{
+		VLANs:          vlans,
+		Gateway4:       lanPrefix,
+		Name:           o.Name,
+		Dir:            o.Dir,
+		NodeNamespaces: true,
+		Records:        map[string]netip.Addr{apiHost: lanPrefix.Addr(), registryName + ".lab.example": lanPrefix.Addr()},
+		DnsmasqExtra:   extra,
+		// The NICs are born unconfigured: no SLAAC from the switch's router
+		// advertisements. eth0, the primary NIC, accepts them (addNode).
+		NodeSysctls: map[string]string{
+			"net/ipv6/conf/default/accept_ra": "0",
+			"net/ipv6/conf/default/autoconf":  "0",
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	*teardown = append(*teardown, func() {
+		if err := sw.Close(); err != nil {
+			s.log.Error("remove switch", "err", err)
+		}
+	})
+	s.mu.Lock()
+	s.state.SwitchNS, s.state.SwitchDir = sw.NS.Name, sw.Dir
+	s.mu.Unlock()
+	if err := s.startSpawners(ctx, sw.NS.Path, teardown); err != nil {
+		return nil, err
+	}
+	return sw, nil
+}
+
+// startSpawners makes the spawners children start from (this machine's
+// side, and the switch namespace when swNS is set) and the context they
+// run under; the teardown stops every child.
+func (s *supervisor) startSpawners(ctx context.Context, swNS string, teardown *[]func()) error {
+	var err error
+	if s.hostSpawner, err = newSpawner(""); err != nil {
+		return err
+	}
+	if swNS != "" {
+		if s.swSpawner, err = newSpawner(swNS); err != nil {
+			s.hostSpawner.close()
+			return err
+		}
+	}
+	s.procCtx, s.procCancel = context.WithCancel(context.WithoutCancel(ctx))
+	*teardown = append(*teardown, func() {
+		// Every child gets SIGTERM at once; the spawners' threads end
+		// once all are reaped.
+		s.procCancel()
+		s.procWG.Wait()
+		s.hostSpawner.close()
+		if s.swSpawner != nil {
+			s.swSpawner.close()
+		}
+	})
+	return nil
+}
+
+// addNodes creates the nodes' namespaces and NICs, starts their node
+// runtimes and waits for their eth0 leases.
+func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []NodeState) error {
+	tn := time.Now()
+	dhcp := s.opts.Nmstatectl != "" && s.opts.Nmstatectl != NoNodeRuntime
+	if !dhcp {
+		s.note("no node runtime (nmstatectl): eth0 addresses are installed statically (the address DHCP would give), no DHCP client runs")
+	}
+	for i := range nodes {
+		if err := s.addNode(sw, &nodes[i], lanPrefix, dhcp); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.state.Nodes = append([]NodeState(nil), nodes...)
+	s.mu.Unlock()
+	s.publish()
+	s.step(fmt.Sprintf("%d node namespaces with eth0..eth2", len(nodes)), tn)
+	if dhcp {
+		tn = time.Now()
+		if err := waitLeases(ctx, sw, nodes, s.scale(time.Minute)); err != nil {
+			return err
+		}
+		s.step("node runtimes: eth0 configured by DHCP", tn)
+	}
+	return nil
+}
+
+// createNodes creates the nodes' Node objects and keeps them Ready (the
+// teardown stops the heartbeat).
+func (s *supervisor) createNodes(ctx context.Context, kube kubernetes.Interface, nodes []NodeState, teardown *[]func()) error {
 	t := time.Now()
 	for _, n := range nodes {
 		if err := createNode(ctx, kube, n); err != nil {
 			return err
 		}
 	}
-	hbDone := make(chan struct{})
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		keepReady(ctx, kube, nodes, o.Heartbeat, func(msg string, args ...any) { s.log.Error(msg, args...) })
-		close(hbDone)
+		keepReady(ctx, kube, nodes, s.opts.Heartbeat, func(msg string, args ...any) { s.log.Error(msg, args...) })
+		close(done)
 	}()
-	*teardown = append(*teardown, func() { cancel(); <-hbDone })
+	*teardown = append(*teardown, func() { stop(); <-done })
 	s.step("node objects", t)
+	return nil
+}
+
+// buildProcesses is the default mode: Node objects kept Ready by the
+// lab, a handler process per node on this machine's side, the controller
+// in the switch namespace.
+func (s *supervisor) buildProcesses(ctx context.Context, env *testenv.Env, sw *labnet.Switch, kube kubernetes.Interface, nodes []NodeState, teardown *[]func()) error {
+	if err := s.createNodes(ctx, kube, nodes, teardown); err != nil {
+		return err
+	}
 
 	// Handlers (one per node) and the controller.
-	t = time.Now()
+	t := time.Now()
 	if err := s.startComponents(env, sw, nodes); err != nil {
 		return err
 	}
@@ -384,7 +505,7 @@ func (s *supervisor) buildProcesses(ctx context.Context, cancel context.CancelFu
 		if err != nil {
 			return err
 		}
-		if err := waitNNS(ctx, dyn, nodes); err != nil {
+		if err := waitNNS(ctx, dyn, nodes, s.scale(2*time.Minute)); err != nil {
 			return err
 		}
 		s.step("handlers: every node has a NodeNetworkState", t)
@@ -443,23 +564,30 @@ func (s *supervisor) available(component string) bool {
 }
 
 func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes []NodeState) error {
-	o := s.opts
-	start := s.start
-	// Handlers run on this machine's side and reach into their node: the
-	// kernel through --netns, the API through the node's NIC (--dial-netns).
-	handlerOK := s.available("handler")
-	if !handlerOK {
-		s.note("`%s handler` is not implemented in this binary: nodes run without a handler and have no NodeNetworkState", o.Binary)
+	if err := writeHandlerKubeconfigs(env, s.opts.Dir, nodes, ""); err != nil {
+		return err
 	}
-	var help string
-	if handlerOK {
-		out, _ := exec.Command(o.Binary, "handler", "--help").CombinedOutput()
-		help = string(out)
+	if err := s.startHandlers(nodes, s.where, s.hostSpawner); err != nil {
+		return err
 	}
+	// The controller runs inside the switch namespace, next to the API
+	// server, like a control-plane pod. Its metrics on the switch
+	// namespace's loopback (docs/metrics.md): `ip netns exec SWITCH curl
+	// 127.0.0.1:8089/metrics`.
+	s.mu.Lock()
+	s.state.ControllerMetrics = ControllerMetricsAddress
+	s.mu.Unlock()
+	return s.startController(env, "switch netns "+sw.NS.Name, s.swSpawner, ControllerMetricsAddress)
+}
+
+// writeHandlerKubeconfigs writes each node's handler kubeconfig to
+// DIR/nodes/NAME/kubeconfig (n.Kubeconfig): the API server as the node
+// reaches it, through its NIC (server, when set, replaces the address).
+func writeHandlerKubeconfigs(env *testenv.Env, dir string, nodes []NodeState, server string) error {
 	for i := range nodes {
 		n := &nodes[i]
-		dir := filepath.Join(o.Dir, "nodes", n.Name)
-		if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
+		ndir := filepath.Join(dir, "nodes", n.Name)
+		if err := os.MkdirAll(ndir, 0o700); err != nil {
 			return fmt.Errorf("node %s dir: %w", n.Name, err)
 		}
 		cfg, err := env.UserConfig("knmstate-handler:"+n.Name, "system:masters")
@@ -467,12 +595,34 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 			return err
 		}
 		cfg.Dial = nil // the handler dials from its node's namespace
-		n.Kubeconfig = filepath.Join(dir, "kubeconfig")
+		if server != "" {
+			cfg.Host = server
+		}
+		n.Kubeconfig = filepath.Join(ndir, "kubeconfig")
 		if err := testenv.WriteKubeconfig(n.Kubeconfig, cfg); err != nil {
 			return err
 		}
-		if !handlerOK {
-			continue
+	}
+	return nil
+}
+
+// startHandlers starts one `knmstate handler` per node, from spawner (on
+// the side named side: "host" or "guest"), each reaching into its node:
+// the kernel through --netns, the API through the node's NIC
+// (--dial-netns) with the kubeconfig at n.Kubeconfig.
+func (s *supervisor) startHandlers(nodes []NodeState, side string, spawner *spawner) error {
+	o := s.opts
+	if !s.available("handler") {
+		s.note("`%s handler` is not implemented in this binary: nodes run without a handler and have no NodeNetworkState", o.Binary)
+		return nil
+	}
+	out, _ := exec.Command(o.Binary, "handler", "--help").CombinedOutput()
+	help := string(out)
+	for i := range nodes {
+		n := &nodes[i]
+		dir := filepath.Join(o.Dir, "nodes", n.Name)
+		if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
+			return fmt.Errorf("node %s dir: %w", n.Name, err)
 		}
 		args := []string{"handler", "--node", n.Name, "--kubeconfig", n.Kubeconfig,
 			"--netns", n.NetNS, "--dial-netns", n.NetNS, "--resolv-conf", n.ResolvConf}
@@ -496,15 +646,20 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 			args = append(args, "--probe-dns-host="+apiHost)
 		}
 		args = append(args, o.HandlerArgs...)
-		start(&proc{name: "handler/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: o.Binary, args: args,
-			logPath: filepath.Join(dir, "handler.log"), spawner: s.hostSpawner})
+		s.start(&proc{name: "handler/" + n.Name, where: side + " (netns " + n.NetNS + ")", bin: o.Binary, args: args,
+			logPath: filepath.Join(dir, "handler.log"), spawner: spawner})
 	}
 	s.mu.Lock()
 	s.state.Nodes = append([]NodeState(nil), nodes...)
 	s.mu.Unlock()
+	return nil
+}
 
-	// The controller runs inside the switch namespace, next to the API
-	// server, like a control-plane pod.
+// startController starts `knmstate controller` from spawner (where says
+// where that is), with an admin kubeconfig of env as it is reached there,
+// serving its metrics (plain HTTP) at metrics.
+func (s *supervisor) startController(env *testenv.Env, where string, spawner *spawner, metrics string) error {
+	o := s.opts
 	if !s.available("controller") {
 		s.note("`%s controller` is not implemented in this binary: the lab runs without it", o.Binary)
 		return nil
@@ -518,17 +673,15 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 	if err := testenv.WriteKubeconfig(kc, cfg); err != nil {
 		return err
 	}
-	// Its metrics on the switch namespace's loopback (docs/metrics.md):
-	// `ip netns exec SWITCH curl 127.0.0.1:8089/metrics`.
-	start(&proc{name: "controller", where: "switch netns " + sw.NS.Name, bin: o.Binary,
-		args:    []string{"controller", "--kubeconfig", kc, "--metrics-bind-address=" + ControllerMetricsAddress, "--metrics-secure=false"},
-		logPath: filepath.Join(o.Dir, "controller.log"), spawner: s.swSpawner})
+	s.start(&proc{name: "controller", where: where, bin: o.Binary,
+		args:    []string{"controller", "--kubeconfig", kc, "--metrics-bind-address=" + metrics, "--metrics-secure=false"},
+		logPath: filepath.Join(o.Dir, "controller.log"), spawner: spawner})
 	return nil
 }
 
 // waitNNS waits until every node has a NodeNetworkState with a state.
-func waitNNS(ctx context.Context, dyn dynamic.Interface, nodes []NodeState) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+func waitNNS(ctx context.Context, dyn dynamic.Interface, nodes []NodeState, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
 	for {
@@ -602,7 +755,7 @@ func (s *supervisor) startNodeRuntime(n *NodeState) error {
 		args = []string{"nmstatectl"} // knmstate carries nmstatectl
 	}
 	s.start(&proc{
-		name: "noded/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: s.opts.Nmstatectl,
+		name: "noded/" + n.Name, where: s.where + " (netns " + n.NetNS + ")", bin: s.opts.Nmstatectl,
 		args: append(args, "--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS,
 			"--state-dir", s.nodedStateDir(n.Name), "service", "--config", cfgDir),
 		logPath: filepath.Join(dir, "noded.log"), spawner: s.hostSpawner,
@@ -612,8 +765,8 @@ func (s *supervisor) startNodeRuntime(n *NodeState) error {
 
 // waitLeases waits until every node's eth0 has its reserved IPv4 address
 // and a default route.
-func waitLeases(ctx context.Context, sw *labnet.Switch, nodes []NodeState) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+func waitLeases(ctx context.Context, sw *labnet.Switch, nodes []NodeState, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		var missing []string
@@ -641,7 +794,7 @@ func hasLease(n NodeState) bool {
 		return false
 	}
 	defer h.Close()
-	nl, err := netlink.NewHandleAt(h)
+	nl, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
 	if err != nil {
 		return false
 	}

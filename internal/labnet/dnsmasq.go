@@ -21,6 +21,7 @@ type dnsmasqConfig struct {
 	Domain   string
 	Records  map[string]netip.Addr
 	Extra    []string
+	VLANs    []VLAN
 }
 
 func (c dnsmasqConfig) confPath() string  { return filepath.Join(c.Dir, "dnsmasq.conf") }
@@ -47,6 +48,9 @@ func (c dnsmasqConfig) render() string {
 	line("user=root")
 	line("group=root")
 	line("interface=%s", c.Bridge)
+	for _, v := range c.VLANs {
+		line("interface=%s", vlanName(v.ID))
+	}
 	line("bind-interfaces")
 	// DNS: answer only from local data, never forward anywhere.
 	line("no-resolv")
@@ -79,6 +83,18 @@ func (c dnsmasqConfig) render() string {
 	line("dhcp-range=%s,%s,slaac,%d,%d", c.Range6[0], c.Range6[1], c.Gateway6.Bits(), secs)
 	line("dhcp-option=option6:dns-server,[%s]", c.Gateway6.Addr())
 	line("dhcp-option=option6:domain-search,%s", c.Domain)
+	// Tagged networks: an address pool each, no router, no DNS server
+	// (empty options are not sent), so a lease there leaves the node's
+	// default route and resolv.conf alone.
+	for _, v := range c.VLANs {
+		lo, hi := v.Gateway4.Masked().Addr().As4(), v.Gateway4.Masked().Addr().As4()
+		lo[3], hi[3] = 100, 199
+		tag := fmt.Sprintf("vlan%d", v.ID)
+		line("dhcp-range=set:%s,%s,%s,%s,%d", tag, netip.AddrFrom4(lo), netip.AddrFrom4(hi), prefixMask(v.Gateway4), secs)
+		line("dhcp-option=tag:%s,option:router", tag)
+		line("dhcp-option=tag:%s,option:dns-server", tag)
+		line("dhcp-option=tag:%s,option:domain-search", tag)
+	}
 	for _, e := range c.Extra {
 		line("%s", e)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/knmstate/knmstate/pkg/nsrun"
 )
@@ -57,7 +58,7 @@ func newNS(name string) (_ *NS, err error) {
 	if n.Handle, err = netns.GetFromPath(n.Path); err != nil {
 		return nil, fmt.Errorf("opening namespace %s: %w", n.Name, err)
 	}
-	if n.Netlink, err = netlink.NewHandleAt(n.Handle); err != nil {
+	if n.Netlink, err = netlink.NewHandleAt(n.Handle, unix.NETLINK_ROUTE); err != nil {
 		return nil, fmt.Errorf("netlink handle in namespace %s: %w", n.Name, err)
 	}
 	if err := n.linkUp("lo"); err != nil {

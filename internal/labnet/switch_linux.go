@@ -62,7 +62,25 @@ type Options struct {
 	// NICs are made (keys in slash form, "net/ipv6/conf/default/accept_ra"),
 	// so the NICs are born with them.
 	NodeSysctls map[string]string
+	// VLANs are tagged networks on the switch: a VLAN interface of the
+	// bridge (br0.ID) with the gateway address and a DHCPv4 pool of its
+	// own that hands out no router and no DNS server, so a node's VLAN
+	// interface on DHCP gets an address of its VLAN and nothing that
+	// would change the node's default route. Needs the kernel's 8021q.
+	VLANs []VLAN
 }
+
+// VLAN is a tagged network of the switch.
+type VLAN struct {
+	// ID is the 802.1Q VLAN ID (1..4094).
+	ID int
+	// Gateway4 is the switch's address on it; the DHCPv4 pool is .100 to
+	// .199 of its prefix.
+	Gateway4 netip.Prefix
+}
+
+// vlanName is the switch's interface of a VLAN.
+func vlanName(id int) string { return fmt.Sprintf("%s.%d", BridgeName, id) }
 
 func (o Options) withDefaults() (Options, error) {
 	if !o.Gateway4.IsValid() {
@@ -119,6 +137,16 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Name != "" {
 		if err := ValidateName(o.Name); err != nil {
 			return o, fmt.Errorf("name: %w", err)
+		}
+	}
+	seen := map[int]bool{}
+	for i, v := range o.VLANs {
+		if v.ID < 1 || v.ID > 4094 || seen[v.ID] {
+			return o, fmt.Errorf("vlans[%d]: id %d is out of 1..4094 or repeated", i, v.ID)
+		}
+		seen[v.ID] = true
+		if !v.Gateway4.Addr().Is4() || v.Gateway4.Bits() > 24 || v.Gateway4.Overlaps(o.Gateway4) {
+			return o, fmt.Errorf("vlans[%d]: gateway4 %s is not an IPv4 prefix of /24 or shorter apart from %s", i, v.Gateway4, o.Gateway4.Masked())
 		}
 	}
 	return o, nil
@@ -206,6 +234,7 @@ func NewSwitch(ctx context.Context, opts Options) (_ *Switch, err error) {
 		Domain:   opts.Domain,
 		Records:  opts.Records,
 		Extra:    opts.DnsmasqExtra,
+		VLANs:    opts.VLANs,
 	}
 	if err := s.startDnsmasq(ctx); err != nil {
 		return nil, err
@@ -242,7 +271,22 @@ func (s *Switch) addBridge() error {
 			return fmt.Errorf("%s: adding %s to %s: %w", s.NS.Name, p, BridgeName, err)
 		}
 	}
-	return s.NS.linkUp(BridgeName)
+	if err := s.NS.linkUp(BridgeName); err != nil {
+		return err
+	}
+	for _, v := range s.Options.VLANs {
+		vl := &netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: vlanName(v.ID), ParentIndex: br.Attrs().Index}, VlanId: v.ID}
+		if err := s.NS.Netlink.LinkAdd(vl); err != nil {
+			return fmt.Errorf("%s: creating %s: %w", s.NS.Name, vl.Name, err)
+		}
+		if err := s.NS.Netlink.AddrAdd(vl, &netlink.Addr{IPNet: prefixIPNet(v.Gateway4)}); err != nil {
+			return fmt.Errorf("%s: adding %s to %s: %w", s.NS.Name, v.Gateway4, vl.Name, err)
+		}
+		if err := s.NS.linkUp(vl.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Switch) startDnsmasq(ctx context.Context) error {

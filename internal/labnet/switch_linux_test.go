@@ -47,12 +47,13 @@ func newTestSwitch(t *testing.T, opts Options) *Switch {
 
 func TestDnsmasqConfigGolden(t *testing.T) {
 	o, err := Options{DnsmasqExtra: []string{"dhcp-option=option:classless-static-route,198.51.100.0/24,192.0.2.1"},
-		Records: map[string]netip.Addr{"api.lab.example": netip.MustParseAddr("192.0.2.10")}}.withDefaults()
+		Records: map[string]netip.Addr{"api.lab.example": netip.MustParseAddr("192.0.2.10")},
+		VLANs:   []VLAN{{ID: 102, Gateway4: netip.MustParsePrefix("10.102.0.1/24")}}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := dnsmasqConfig{Bridge: BridgeName, Dir: "/DIR", Gateway4: o.Gateway4, Gateway6: o.Gateway6,
-		Range4: o.Range4, Range6: o.Range6, Lease: o.LeaseTime, Domain: o.Domain, Records: o.Records, Extra: o.DnsmasqExtra}
+		Range4: o.Range4, Range6: o.Range6, Lease: o.LeaseTime, Domain: o.Domain, Records: o.Records, Extra: o.DnsmasqExtra, VLANs: o.VLANs}
 	got := c.render()
 	golden := filepath.Join("testdata", "dnsmasq.conf")
 	if *update {
@@ -76,6 +77,8 @@ func TestOptionsErrors(t *testing.T) {
 		want string
 	}{
 		{"short lease", Options{LeaseTime: time.Minute}, "leaseTime: 1m0s is below dnsmasq's minimum of 2m"},
+		{"vlan id", Options{VLANs: []VLAN{{ID: 4095, Gateway4: netip.MustParsePrefix("10.1.0.1/24")}}}, "vlans[0]: id 4095 is out of 1..4094 or repeated"},
+		{"vlan overlaps", Options{VLANs: []VLAN{{ID: 5, Gateway4: netip.MustParsePrefix("192.0.2.129/25")}}}, "vlans[0]: gateway4 192.0.2.129/25 is not an IPv4 prefix of /24 or shorter apart from 192.0.2.0/24"},
 		{"v4 range outside", Options{Range4: [2]netip.Addr{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.9")}}, "range4[0]: 198.51.100.1 is outside 192.0.2.0/24"},
 		{"v6 gateway is v4", Options{Gateway6: netip.MustParsePrefix("192.0.2.1/24")}, "gateway6: 192.0.2.1/24 is not an IPv6 prefix"},
 	} {

@@ -1,6 +1,7 @@
 package nmstate_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/knmstate/knmstate/pkg/nmstate"
@@ -77,4 +78,59 @@ interfaces:
 			t.Error("Verify = nil, want a mismatch for the missing access VLAN")
 		}
 	})
+	t.Run("reset of a filtered port", func(t *testing.T) {
+		trunk, err := nmstate.Decode([]byte(`
+interfaces:
+- name: eth1
+  type: veth
+  state: up
+  controller: br1
+  veth: {peer: eth1p}
+- name: br1
+  type: linux-bridge
+  state: up
+  bridge:
+    port:
+    - name: eth1
+      vlan: {mode: trunk, enable-native: true, tag: 1, trunk-tags: [{id-range: {min: 2, max: 4094}}]}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := nmstate.Merge(desired, trunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := nmstate.PlanChanges(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := bridgeOps(p), "bridge vlan set eth1 master br1 none\nbridge vlan-filtering br1 off"; got != want {
+			t.Errorf("bridge operations:\n%s\nwant:\n%s", got, want)
+		}
+		// After the reset the kernel reports no port VLAN: the fixed point.
+		m, err = nmstate.Merge(desired, current)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err = nmstate.PlanChanges(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bridgeOps(p); got != "" {
+			t.Errorf("planning the reset again: %s; want no bridge operation", got)
+		}
+	})
+}
+
+// bridgeOps are a plan's bridge VLAN operations, one per line.
+func bridgeOps(p *nmstate.Plan) string {
+	var out []string
+	for _, op := range p.Ops {
+		switch op.(type) {
+		case nmstate.BridgeVLANSet, nmstate.BridgeVLANFiltering:
+			out = append(out, op.String())
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -377,7 +377,13 @@ func mergeIface(d, c *Interface) Interface {
 			p := &t.LinuxBridge.Port[j]
 			for k := range c.LinuxBridge.Port {
 				if c.LinuxBridge.Port[k].Name == p.Name {
+					// `vlan: {}` resets the port's VLAN configuration
+					// (upstream): nothing of the current one is kept.
+					reset := p.VLAN != nil && p.VLAN.IsEmpty()
 					fillFrom(p, &c.LinuxBridge.Port[k])
+					if reset {
+						p.VLAN = &BridgeVLAN{}
+					}
 				}
 			}
 		}

@@ -114,14 +114,25 @@ type BridgePortSet struct {
 
 // BridgeVLANSet replaces the whole VLAN membership of port Name in bridge
 // Bridge with VLAN: access mode = one untagged PVID tag; trunk mode = the
-// trunk tags tagged, plus Tag as untagged PVID when EnableNative. VLAN nil
-// means the port leaves VLAN filtering config (back to the bridge's
-// default PVID). The backend enables vlan_filtering on the bridge first
-// when it is off.
+// trunk tags tagged, plus Tag as untagged PVID when EnableNative, or the
+// bridge's default PVID untagged when EnableNative is not set (as
+// NetworkManager's bridge.vlan-default-pvid gives every port; an explicit
+// `enable-native: false` gets no untagged VLAN). VLAN nil means the port
+// leaves VLAN filtering config (back to the bridge's default PVID). The
+// backend enables vlan_filtering on the bridge first when it is off.
 type BridgeVLANSet struct {
 	Bridge string
 	Name   string
 	VLAN   *BridgeVLAN
+}
+
+// BridgeVLANFiltering switches the bridge's VLAN filtering (the kernel's
+// vlan_filtering) on or off. The plan switches it off once no port of the
+// bridge keeps a VLAN configuration (every one `vlan: {}`, upstream's
+// reset); BridgeVLANSet switches it on by itself.
+type BridgeVLANFiltering struct {
+	Bridge string
+	On     bool
 }
 
 // LinkSetState sets the administrative state of Name.
@@ -195,22 +206,23 @@ type HostnameSet struct {
 	Name string
 }
 
-func (LinkDelete) isOp()        {}
-func (LinkCreate) isOp()        {}
-func (LinkModify) isOp()        {}
-func (LinkSetController) isOp() {}
-func (BridgePortSet) isOp()     {}
-func (BridgeVLANSet) isOp()     {}
-func (LinkSetState) isOp()      {}
-func (SysctlSet) isOp()         {}
-func (AddrAdd) isOp()           {}
-func (AddrDelete) isOp()        {}
-func (RouteReplace) isOp()      {}
-func (RouteDelete) isOp()       {}
-func (RuleAdd) isOp()           {}
-func (RuleDelete) isOp()        {}
-func (DNSWrite) isOp()          {}
-func (HostnameSet) isOp()       {}
+func (LinkDelete) isOp()          {}
+func (LinkCreate) isOp()          {}
+func (LinkModify) isOp()          {}
+func (LinkSetController) isOp()   {}
+func (BridgePortSet) isOp()       {}
+func (BridgeVLANSet) isOp()       {}
+func (BridgeVLANFiltering) isOp() {}
+func (LinkSetState) isOp()        {}
+func (SysctlSet) isOp()           {}
+func (AddrAdd) isOp()             {}
+func (AddrDelete) isOp()          {}
+func (RouteReplace) isOp()        {}
+func (RouteDelete) isOp()         {}
+func (RuleAdd) isOp()             {}
+func (RuleDelete) isOp()          {}
+func (DNSWrite) isOp()            {}
+func (HostnameSet) isOp()         {}
 
 // String: `link delete br0 type linux-bridge`.
 func (o LinkDelete) String() string {
@@ -305,6 +317,14 @@ func (o BridgeVLANSet) String() string {
 		}
 	}
 	return b.String()
+}
+
+// String: `bridge vlan-filtering br0 off`.
+func (o BridgeVLANFiltering) String() string {
+	if o.On {
+		return "bridge vlan-filtering " + o.Bridge + " on"
+	}
+	return "bridge vlan-filtering " + o.Bridge + " off"
 }
 
 // String: `link set eth1 up`.

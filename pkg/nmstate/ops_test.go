@@ -37,6 +37,8 @@ func TestOpString(t *testing.T) {
 			TrunkTags: []nmstate.TrunkTag{{ID: st.Ptr(uint16(100))}, {IDRange: &nmstate.VLANRange{Min: 200, Max: 299}}}}},
 			"bridge vlan set eth1 master br0 enable-native true mode trunk tag 1 trunk-tags 100,200-299"},
 		{"bridge vlan none", nmstate.BridgeVLANSet{Bridge: "br0", Name: "eth1"}, "bridge vlan set eth1 master br0 none"},
+		{"bridge vlan filtering off", nmstate.BridgeVLANFiltering{Bridge: "br0"}, "bridge vlan-filtering br0 off"},
+		{"bridge vlan filtering on", nmstate.BridgeVLANFiltering{Bridge: "br0", On: true}, "bridge vlan-filtering br0 on"},
 		{"up", nmstate.LinkSetState{Name: "eth1", Up: true}, "link set eth1 up"},
 		{"down", nmstate.LinkSetState{Name: "eth1"}, "link set eth1 down"},
 		{"sysctl", nmstate.SysctlSet{Iface: "eth1", Key: "net.ipv6.conf.eth1.disable_ipv6", Value: "1"}, "sysctl set net.ipv6.conf.eth1.disable_ipv6 1"},

@@ -849,10 +849,38 @@ func (p *planner) bridgePorts() {
 				p.add(BridgePortSet{Bridge: e.name, Port: set})
 			}
 			if !(tp.VLAN.IsEmpty() && cp.VLAN.IsEmpty()) && !reflect.DeepEqual(tp.VLAN, cp.VLAN) {
-				p.add(BridgeVLANSet{Bridge: e.name, Name: tp.Name, VLAN: tp.VLAN})
+				vlan := tp.VLAN
+				if vlan.IsEmpty() {
+					vlan = nil // `vlan: {}`: the port leaves VLAN filtering
+				}
+				p.add(BridgeVLANSet{Bridge: e.name, Name: tp.Name, VLAN: vlan})
 			}
 		}
+		if filteringEnds(e) {
+			p.add(BridgeVLANFiltering{Bridge: e.name})
+		}
 	}
+}
+
+// filteringEnds reports whether a bridge that filters VLANs now (a port
+// reports a VLAN configuration: the kernel backend reports one only while
+// the bridge filters) keeps no port with one: then filtering goes off, as
+// upstream does when every port's vlan is reset with `vlan: {}`.
+func filteringEnds(e *planIface) bool {
+	if e.fresh || e.c == nil || e.c.LinuxBridge == nil || len(e.t.LinuxBridge.Port) == 0 {
+		return false
+	}
+	for _, tp := range e.t.LinuxBridge.Port {
+		if !tp.VLAN.IsEmpty() {
+			return false
+		}
+	}
+	for _, cp := range e.c.LinuxBridge.Port {
+		if !cp.VLAN.IsEmpty() {
+			return true
+		}
+	}
+	return false
 }
 
 // v6Toggle reports whether e's IPv6 on/off changes, and to what.

@@ -465,7 +465,8 @@ func TestPlanChanges(t *testing.T) {
 			cur: st.State(ifaces(eth("eth1", ctrlOf("br0")),
 				st.LinuxBridge("br0", st.Ports("eth1"), st.BridgePortVLAN("eth1", nmstate.BridgeVLAN{Mode: st.Ptr(nmstate.BridgeVLANMode("access")), Tag: st.Ptr(uint16(10))})))),
 			change: []nmstate.Interface{st.LinuxBridge("br0", st.Ports("eth1"))},
-			want:   []string{"bridge vlan set eth1 master br0 none"},
+			// No port keeps a VLAN configuration: filtering goes off too.
+			want: []string{"bridge vlan set eth1 master br0 none", "bridge vlan-filtering br0 off"},
 		},
 		{
 			name: "bridge port options unchanged produce no op",

@@ -129,7 +129,7 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := netlink.NewHandleAt(opts.Namespace)
+	h, err := netlink.NewHandleAt(opts.Namespace, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("noded: netlink handle: %w", err)
 	}

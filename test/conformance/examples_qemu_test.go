@@ -12,9 +12,9 @@ import (
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
-// TestQemuExamples runs the scenarios that need Debian's full kernel.
+// TestQemuExamples runs the Scenarios that need Debian's full kernel.
 func TestQemuExamples(t *testing.T) {
-	runLane(t, qemuLane)
+	runLane(t, QemuLane)
 }
 
 // TestKnmstateBondVLANExample applies kubernetes-nmstate's bond-vlan

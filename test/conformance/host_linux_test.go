@@ -14,10 +14,10 @@ import (
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
-// TestHostExamples runs the scenarios the development VM's kernel can run
+// TestHostExamples runs the Scenarios the development VM's kernel can run
 // (the qemu lane runs them too, on Debian's kernel).
 func TestHostExamples(t *testing.T) {
-	runLane(t, hostLane)
+	runLane(t, HostLane)
 }
 
 // TestCheckKernelSeesWhatIsMissing proves the direct netlink check can

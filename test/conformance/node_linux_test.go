@@ -174,16 +174,16 @@ func runSteps(ctx context.Context, t *testing.T, n *node, names []string, states
 // runScenario applies each step file of s in order in a fresh node. A
 // scenario with a known engine issue must still fail, so the table is
 // corrected (and the support matrix regenerated) once it is fixed.
-func runScenario(t *testing.T, s scenario) {
+func runScenario(t *testing.T, s Scenario) {
 	var states []*nmstate.State
-	for _, f := range s.steps {
+	for _, f := range s.Steps {
 		desired, err := nmstate.Decode(readExample(t, f))
 		if err != nil {
 			t.Fatalf("decoding %s: %v", f, err)
 		}
 		states = append(states, desired)
 	}
-	expect(t, s.known, runSteps(context.Background(), t, newNode(t), s.steps, states))
+	expect(t, s.Known, runSteps(context.Background(), t, newNode(t), s.Steps, states))
 }
 
 // expect judges a scenario's outcome: without a known issue it must have
@@ -202,14 +202,14 @@ func expect(t *testing.T, known string, err error) {
 }
 
 // runLane runs every scenario of one lane as a subtest.
-func runLane(t *testing.T, l lane) {
+func runLane(t *testing.T, l Lane) {
 	ran := 0
-	for _, s := range scenarios {
-		if s.lane != l {
+	for _, s := range Scenarios {
+		if s.Lane != l {
 			continue
 		}
 		ran++
-		t.Run(s.name, func(t *testing.T) { runScenario(t, s) })
+		t.Run(s.Name, func(t *testing.T) { runScenario(t, s) })
 	}
 	if ran == 0 {
 		t.Fatalf("no scenario for the %s", l)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -163,4 +164,37 @@ func exampleFiles(t *testing.T) []string {
 		t.Fatalf("no examples in %s (%v)", c.examples, err)
 	}
 	return files
+}
+
+// TestLabStatus: `knmstate lab status` lists the lab's processes, all
+// running (in guest mode the guest's, as its agent reports them, and qemu),
+// and every node Ready with its NodeNetworkState.
+func TestLabStatus(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), c.knmstate, "lab", "status", "--dir", c.dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("lab status: %v\n%s", err, out)
+	}
+	status := string(out)
+	want := []string{"handler/node01", "handler/node02", "handler/node03", "controller", "noded/node01"}
+	if c.kubelet {
+		// knmstate runs as pods: the lab runs the nodes' inits.
+		want = []string{"node-init/node01", "node-init/node02", "node-init/node03", "noded/node01"}
+	}
+	if c.fullKernel {
+		want = append(want, "qemu", "guest: qemu (TCG), Debian kernel", "guest (netns ")
+	}
+	for _, w := range want {
+		if !strings.Contains(status, w) {
+			t.Errorf("lab status lacks %q:\n%s", w, status)
+		}
+	}
+	for _, line := range strings.Split(status, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && (strings.HasPrefix(f[0], "handler/") || strings.HasPrefix(f[0], "noded/") || f[0] == "qemu") && f[2] != "running" {
+			t.Errorf("not running: %s", line)
+		}
+		if len(f) >= 6 && strings.HasPrefix(f[0], "node0") && (f[4] != "True" || f[5] != "yes") {
+			t.Errorf("node not Ready with a NodeNetworkState: %s", line)
+		}
+	}
 }

@@ -13,6 +13,13 @@
 // gateway must be rolled back by the handler's probes, and `lab down` must
 // leave nothing behind.
 //
+// Built with -tags qemu (make test-kernel) the suite runs on a lab whose
+// nodes are in a qemu guest on Debian's kernel (lab up --kernel debian):
+// the examples that are Degraded here are then Available with their
+// configuration checked in the nodes (ip -d link, bridge vlan, ip route
+// show table), and the tests of the *_qemu_test.go files (bonds, VLANs,
+// bridge VLAN filtering, the primary NIC under a bond) run too.
+//
 // It owns only its lab (named e2e-PID, directory under the temp dir) and
 // must not touch anything else on the machine.
 package e2e

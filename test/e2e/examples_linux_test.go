@@ -43,7 +43,60 @@ type example struct {
 	// an available example, to give the next example the lab's initial
 	// network: eth1 and eth2 up without addresses, no bridges.
 	cleanup string
+	// message is part of every enactment's Available message (an
+	// available example).
+	message string
+	// full, when set, is the expectation on a kernel with bonding, 802.1q,
+	// VRF and bridge VLAN filtering (the guest's, -tags qemu): it replaces
+	// outcome, check, cleanup and message.
+	full *expectation
 }
+
+// expectation is what an example must end as on one kernel.
+type expectation struct {
+	outcome
+	check   func(t *testing.T)
+	cleanup string
+	message string
+}
+
+// expected is the example as the nodes' kernel makes it.
+func (e example) expected() example {
+	if c.fullKernel && e.full != nil {
+		e.outcome, e.check, e.cleanup, e.message = e.full.outcome, e.full.check, e.full.cleanup, e.full.message
+	}
+	return e
+}
+
+// noTrunk is the Available message on a kernel without bridge VLAN
+// filtering for a policy whose bridge ports had no vlan key.
+func noTrunk(ports string) string {
+	return "the default VLAN trunk (2-4094) was not applied to linux-bridge ports " + ports + ": this node's kernel cannot filter VLANs on bridges"
+}
+
+// defaultTrunk are a port's VLANs under upstream's default trunk, as
+// `bridge -compressvlans vlan show` gives them: the bridge's default PVID untagged and
+// 2-4094 tagged.
+var defaultTrunk = []string{"1 PVID untagged", "2-4094"}
+
+// cleanupBridges removes the bridges of the example policy CR.
+const cleanupBridges = `
+interfaces:
+- {name: br0, type: linux-bridge, state: absent}
+- {name: br1, type: linux-bridge, state: absent}
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+- {name: eth2, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`
+
+// bondGone removes bond0 and puts its ports back as the lab made them
+// (interface entries, to follow others).
+const bondGone = `- {name: bond0, type: bond, state: absent}
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+- {name: eth2, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`
+
+// cleanupBond removes bond0.
+const cleanupBond = "interfaces:\n" + bondGone
 
 // resetEth1 disables IPv4 (and DHCP) on eth1 again.
 const resetEth1 = `
@@ -59,7 +112,13 @@ var examples = []example{
 			bridgeWithPorts(t, n, "br1", "eth1")
 			dhcpAddress(t, n, "br1")
 		}
-	}},
+	}, message: noTrunk("br1/eth1"), full: &expectation{check: func(t *testing.T) {
+		for _, n := range allNodes {
+			bridgeWithPorts(t, n, "br1", "eth1")
+			bridgeVLANs(t, n, "br1", map[string][]string{"eth1": defaultTrunk})
+			dhcpAddress(t, n, "br1") // untagged, through the default PVID
+		}
+	}, message: "successfully reconciled"}},
 	// Upstream's way back from linux-bridge.yaml.
 	{file: "detach-bridge-port-and-restore-eth.yaml", policy: "detach-bridge-port-and-restore-eth", nodes: allNodes, check: func(t *testing.T) {
 		for _, n := range allNodes {
@@ -133,34 +192,86 @@ interfaces:
 		}
 	}, cleanup: resetEth1},
 
-	// Its bridge ports have no vlan key: upstream's default trunk would
-	// need bridge VLAN filtering, which this kernel lacks, so the handler
-	// leaves it out and the bridges are plain ones.
+	// Its bridge ports have no vlan key: upstream's default trunk needs
+	// bridge VLAN filtering. Without it the handler leaves the trunk out
+	// (and says so), and the bridges are plain ones.
 	{file: "nmstate.io_v1_nodenetworkconfigurationpolicy_cr.yaml", policy: "example-nodenetworkconfigurationpolicy", nodes: allNodes, check: func(t *testing.T) {
 		for _, n := range allNodes {
 			bridgeWithPorts(t, n, "br0", "eth1")
 			bridgeWithPorts(t, n, "br1", "eth2")
 		}
-	}, cleanup: `
+	}, message: noTrunk("br0/eth1, br1/eth2"), cleanup: cleanupBridges, full: &expectation{check: func(t *testing.T) {
+		for _, n := range allNodes {
+			bridgeWithPorts(t, n, "br0", "eth1")
+			bridgeWithPorts(t, n, "br1", "eth2")
+			bridgeVLANs(t, n, "br0", map[string][]string{"eth1": defaultTrunk})
+			bridgeVLANs(t, n, "br1", map[string][]string{"eth2": defaultTrunk})
+		}
+	}, cleanup: cleanupBridges, message: "successfully reconciled"}},
+
+	// Kernel features this machine's kernel lacks: Degraded here, applied
+	// on the guest's kernel (-tags qemu, make test-kernel).
+	{file: "bond.yaml", policy: "bond", outcome: degraded, nodes: allNodes,
+		feature: "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
+			for _, n := range allNodes {
+				l := bond(t, n, "bond0", "balance-rr", 140, "eth1", "eth2")
+				if l["bond0"].Address != l["eth1"].Address {
+					t.Errorf("node %s: bond0 MAC %s, want eth1's %s (copy-mac-from)", n, l["bond0"].Address, l["eth1"].Address)
+				}
+				dhcpAddress(t, n, "bond0") // through both ports, round robin
+			}
+		}, cleanup: cleanupBond}},
+	{file: "bond-vlan.yaml", policy: "bond-vlan", outcome: degraded, nodes: allNodes,
+		feature: "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
+			for _, n := range allNodes {
+				bond(t, n, "bond0", "balance-rr", 140, "eth1", "eth2")
+				vlanOn(t, n, "bond0.102", "bond0", 102)
+				dhcpAddress(t, n, "bond0")
+				vlanLease(t, n, "bond0.102", 102) // tagged, from the switch's VLAN 102
+			}
+		}, cleanup: "interfaces:\n- {name: bond0.102, type: vlan, state: absent}\n" + bondGone}},
+	{file: "vlan.yaml", policy: "vlan", outcome: degraded, nodes: allNodes,
+		feature: "eth1.102: kernel has no 802.1q vlan support (module 8021q)", full: &expectation{check: func(t *testing.T) {
+			for _, n := range allNodes {
+				vlanOn(t, n, "eth1.102", "eth1", 102)
+				vlanLease(t, n, "eth1.102", 102)
+			}
+		}, cleanup: "interfaces:\n- {name: eth1.102, type: vlan, state: absent}\n" + strings.TrimPrefix(resetEth1, "\ninterfaces:\n")}},
+	{file: "vrf.yaml", policy: "vrf", outcome: degraded, nodes: []string{"node01"},
+		feature: "vrf102: kernel has no vrf support (module vrf)", full: &expectation{check: func(t *testing.T) {
+			l := links(t, "node01")
+			if v := l["vrf102"]; v.LinkInfo.Kind != "vrf" || v.LinkInfo.Data["table"] != float64(102) {
+				t.Errorf("node01: vrf102 is a %q with %v, want a vrf on table 102", v.LinkInfo.Kind, v.LinkInfo.Data)
+			}
+			if m := l["eth1"].Master; m != "vrf102" {
+				t.Errorf("node01: eth1's controller %q, want vrf102", m)
+			}
+			ipv4Is(t, "node01", "eth1", "203.0.113.11/24")
+			got := nodeExec(t, "node01", "ip", "-4", "route", "show", "table", "102", "198.51.100.0/24")
+			if want := "198.51.100.0/24 via 203.0.113.1 dev eth1"; !strings.HasPrefix(got, want) || !strings.Contains(got, "metric 150") {
+				t.Errorf("node01: route in table 102 %q, want %q ... metric 150", got, want)
+			}
+		}, cleanup: `
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, table-id: 102, state: absent}
 interfaces:
-- {name: br0, type: linux-bridge, state: absent}
+- {name: vrf102, type: vrf, state: absent}
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`}},
+	{file: "linux-bridge-vlan.yaml", policy: "linux-bridge-vlan", outcome: degraded, nodes: allNodes,
+		feature: "br1: kernel has no bridge vlan filtering support (CONFIG_BRIDGE_VLAN_FILTERING)", full: &expectation{check: func(t *testing.T) {
+			for _, n := range allNodes {
+				bridgeWithPorts(t, n, "br1", "eth1")
+				// Native VLAN 100 untagged (enable-native, tag 100), 101
+				// and 200-500 tagged.
+				bridgeVLANs(t, n, "br1", map[string][]string{"eth1": {"100 PVID untagged", "101", "200-500"}})
+			}
+		}, cleanup: `
+interfaces:
 - {name: br1, type: linux-bridge, state: absent}
 - {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
-- {name: eth2, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
-`},
-
-	// Kernel features this machine's kernel lacks (the qemu lane, `make
-	// test-kernel`, covers them on Debian's full kernel).
-	{file: "bond.yaml", policy: "bond", outcome: degraded, nodes: allNodes,
-		feature: "bond0: kernel has no bonding support (module bonding)"},
-	{file: "bond-vlan.yaml", policy: "bond-vlan", outcome: degraded, nodes: allNodes,
-		feature: "bond0: kernel has no bonding support (module bonding)"},
-	{file: "vlan.yaml", policy: "vlan", outcome: degraded, nodes: allNodes,
-		feature: "eth1.102: kernel has no 802.1q vlan support (module 8021q)"},
-	{file: "vrf.yaml", policy: "vrf", outcome: degraded, nodes: []string{"node01"},
-		feature: "vrf102: kernel has no vrf support (module vrf)"},
-	{file: "linux-bridge-vlan.yaml", policy: "linux-bridge-vlan", outcome: degraded, nodes: allNodes,
-		feature: "br1: kernel has no bridge vlan filtering support (CONFIG_BRIDGE_VLAN_FILTERING)"},
+`}},
 	// Open vSwitch needs an OVSDB client; the kernel engine has none.
 	{file: "ovs-bridge.yaml", policy: "ovs-bridge", outcome: degraded, nodes: allNodes,
 		feature: "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
@@ -234,18 +345,26 @@ func bridgeWithPorts(t *testing.T, node, bridge string, ports ...string) {
 	if stp, _ := br.LinkInfo.Data["stp_state"].(float64); stp != 0 {
 		t.Errorf("node %s: %s stp_state %v, want 0 (disabled)", node, bridge, stp)
 	}
-	// A kernel without bridge VLAN filtering does not report it at all.
-	if f, ok := br.LinkInfo.Data["vlan_filtering"].(float64); ok && f != 0 {
+	// A kernel without bridge VLAN filtering does not report it at all;
+	// on one with it, bridgeVLANs checks it.
+	if f, ok := br.LinkInfo.Data["vlan_filtering"].(float64); !c.fullKernel && ok && f != 0 {
 		t.Errorf("node %s: %s vlan_filtering %v, want 0 (no VLAN filtering on this kernel)", node, bridge, f)
 	}
+	portsAre(t, node, l, bridge, ports)
+}
+
+// portsAre checks that the links whose controller is master are exactly
+// ports (sorted).
+func portsAre(t *testing.T, node string, l map[string]ipLink, master string, ports []string) {
+	t.Helper()
 	var got []string
 	for name, link := range l {
-		if link.Master == bridge {
+		if link.Master == master {
 			got = append(got, name)
 		}
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, ports) {
-		t.Errorf("node %s: ports of %s %v, want %v", node, bridge, got, ports)
+		t.Errorf("node %s: ports of %s %v, want %v", node, master, got, ports)
 	}
 }

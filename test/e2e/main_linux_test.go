@@ -44,6 +44,11 @@ type cluster struct {
 	// directory of the images it serves.
 	kubelet bool
 	images  string
+	// fullKernel: the nodes run on Debian's kernel in a qemu guest
+	// (nodeKernel); everything in them is many times slower (TCG), so
+	// the suite's waits are stretched by slowdown.
+	fullKernel bool
+	slowdown   time.Duration
 }
 
 // c is the suite's one lab, started by TestMain (read-only afterwards).
@@ -81,10 +86,18 @@ func runSuite(m *testing.M) (code int) {
 	}
 	defer os.RemoveAll(bin)
 	cl := &cluster{
-		name:     "e2e-" + strconv.Itoa(os.Getpid()),
-		knmstate: filepath.Join(bin, "knmstate"),
-		examples: filepath.Join(root, "examples"),
-		kubelet:  *kubeletMode,
+		name:       "e2e-" + strconv.Itoa(os.Getpid()),
+		knmstate:   filepath.Join(bin, "knmstate"),
+		examples:   filepath.Join(root, "examples"),
+		kubelet:    *kubeletMode,
+		fullKernel: nodeKernel != "",
+		slowdown:   1,
+	}
+	if cl.fullKernel {
+		cl.slowdown = 4
+		if cl.kubelet {
+			return fail("-e2e.kubelet and the guest's kernel (-tags qemu) do not combine")
+		}
 	}
 	if *knmstateBin != "" {
 		cl.knmstate = *knmstateBin
@@ -101,6 +114,7 @@ func runSuite(m *testing.M) (code int) {
 		Name: cl.name, Dir: cl.dir, Nodes: 3, Binary: cl.knmstate,
 		APIServer: filepath.Join(root, "bin", "kube-apiserver"),
 		Kubelet:   cl.kubelet,
+		Kernel:    nodeKernel,
 	}
 	if cl.kubelet {
 		// As users install it: the operator bundle and an NMState.
@@ -130,13 +144,14 @@ func runSuite(m *testing.M) (code int) {
 		}
 	}()
 	begin := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute*cl.slowdown)
 	defer cancel()
 	st, err := lab.Up(ctx, opts)
 	if err != nil {
 		return fail("lab up: %v", err)
 	}
-	fmt.Fprintf(os.Stderr, "e2e: lab %s up in %v (kubelet mode: %v, handler policy flags: %v)\n", cl.name, time.Since(begin).Round(time.Millisecond), cl.kubelet, cl.policyFlags)
+	fmt.Fprintf(os.Stderr, "e2e: lab %s up in %v (kubelet mode: %v, nodes' kernel: %s, handler policy flags: %v)\n",
+		cl.name, time.Since(begin).Round(time.Millisecond), cl.kubelet, kernelName(), cl.policyFlags)
 	cl.state, cl.kubeconfig = st, st.Kubeconfig
 	c = cl
 	return m.Run()
@@ -182,8 +197,11 @@ func nodeExec(t testing.TB, node string, args ...string) string {
 
 // ipLink is the part of `ip -j -d link show` the suite reads.
 type ipLink struct {
-	Name     string `json:"ifname"`
-	Master   string `json:"master"`
+	Name    string `json:"ifname"`
+	Master  string `json:"master"`
+	Address string `json:"address"`
+	// Link is the parent of a VLAN (its base interface).
+	Link     string `json:"link"`
 	LinkInfo struct {
 		Kind string         `json:"info_kind"`
 		Data map[string]any `json:"info_data"`
@@ -229,11 +247,13 @@ func (l ipLink) ipv4() []string {
 }
 
 // eventually retries check (which reports what is still wrong, or "")
-// until it is satisfied or timeout passes, then fails with the last
-// complaint. For what settles after a condition is reported (DHCP leases
-// arriving, the handler's state after a rollback).
+// until it is satisfied or timeout passes (stretched on the guest's
+// kernel), then fails with the last complaint. For what settles after a
+// condition is reported (DHCP leases arriving, the handler's state after
+// a rollback).
 func eventually(t testing.TB, timeout time.Duration, what string, check func() string) {
 	t.Helper()
+	timeout *= c.slowdown
 	deadline := time.Now().Add(timeout)
 	for {
 		msg := check()
@@ -249,6 +269,14 @@ func eventually(t testing.TB, timeout time.Duration, what string, check func() s
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// kernelName names the nodes' kernel for messages.
+func kernelName() string {
+	if nodeKernel == "" {
+		return "this machine's"
+	}
+	return nodeKernel + " (qemu guest)"
 }
 
 // kubectlIn runs kubectl with stdin as its standard input.

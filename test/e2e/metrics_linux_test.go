@@ -20,12 +20,21 @@ type metricFamilies = metricstest.Families
 // controller replica that leads, as Prometheus in the cluster would.
 //
 // Process mode: the controller serves plain HTTP on the switch namespace's
-// loopback (lab.ControllerMetricsAddress). Kubelet mode: the leader pod
+// loopback (lab.ControllerMetricsAddress); guest mode: on this machine's
+// (State.ControllerMetrics). Kubelet mode: the leader pod
 // serves HTTPS on the pod network (port 8089, self-signed, a
 // ServiceAccount token bound to knmstate-metrics-reader), reached from
 // node01 as a node's Prometheus would.
 func controllerScraper(t *testing.T) func() (metricFamilies, error) {
 	t.Helper()
+	if c.fullKernel {
+		// Guest mode: the controller runs on this machine, its metrics on
+		// a free port of its loopback.
+		hc := &http.Client{Timeout: 10 * time.Second}
+		return func() (metricFamilies, error) {
+			return metricstest.Get(hc, "http://"+c.state.ControllerMetrics+"/metrics", "")
+		}
+	}
 	if !c.kubelet {
 		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			DialContext: (&handler.NetNSDialer{Path: "/run/netns/" + c.state.SwitchNS}).DialContext,

@@ -26,11 +26,13 @@ const (
 )
 
 // waitFor waits with `kubectl wait --for condition=COND` until the policy
-// has cond (Available or Degraded), for at most timeout. It waits in
-// slices so that a policy that ends with the other outcome fails at once,
-// with the policy's and its enactments' conditions.
+// has cond (Available or Degraded), for at most timeout (stretched on the
+// guest's kernel). It waits in slices so that a policy that ends with the
+// other outcome fails at once, with the policy's and its enactments'
+// conditions.
 func waitFor(t *testing.T, policy, cond string, timeout time.Duration) error {
 	t.Helper()
+	timeout *= c.slowdown
 	other := map[string]string{"Available": "Degraded", "Degraded": "Available"}[cond]
 	deadline := time.Now().Add(timeout)
 	for {
@@ -106,6 +108,7 @@ func TestExamples(t *testing.T) {
 		pristine(t, n)
 	}
 	for _, e := range examples {
+		e := e.expected()
 		if e.outcome == rolledBack {
 			continue // TestRollback
 		}
@@ -137,6 +140,9 @@ func runAvailable(t *testing.T, e example) {
 		if !en.is("Available") {
 			t.Errorf("enactment %s is not Available: %s", en.Metadata.Name, en.conditions())
 		}
+		if msg := en.message("Available"); !strings.Contains(msg, e.message) {
+			t.Errorf("enactment %s: Available message %q lacks %q", en.Metadata.Name, msg, e.message)
+		}
 	}
 	if diff := enactmentNodes(t, e); diff != "" {
 		t.Error(diff)
@@ -146,15 +152,62 @@ func runAvailable(t *testing.T, e example) {
 	if e.cleanup == "" {
 		return
 	}
-	name := "e2e-cleanup-" + e.policy
-	kubectlIn(t, policyYAML(name, e.cleanup), "apply", "-f", "-")
+	restore(t, e.policy, allNodes, e.cleanup)
+}
+
+// enact applies a policy (a manifest) and waits until it is Available.
+func enact(t *testing.T, name, manifest string) {
+	t.Helper()
+	begin := time.Now()
+	kubectlIn(t, manifest, "apply", "-f", "-")
 	if err := waitFor(t, name, "Available", availableTimeout); err != nil {
-		t.Fatalf("cleanup of %s: %v", e.file, err)
+		t.Fatal(err)
+	}
+	t.Logf("%s Available after %v", name, time.Since(begin).Round(time.Millisecond))
+}
+
+// restore applies desired to nodes as a policy of its own (named after
+// what it cleans up), deletes it once Available, and checks that the
+// nodes are back to the lab's initial network.
+func restore(t *testing.T, after string, nodes []string, desired string) {
+	t.Helper()
+	name := "e2e-cleanup-" + after
+	manifest := policyYAML(name, desired)
+	if len(nodes) == 1 {
+		manifest = nodePolicyYAML(name, nodes[0], nil, desired)
+	}
+	kubectlIn(t, manifest, "apply", "-f", "-")
+	if err := waitFor(t, name, "Available", availableTimeout); err != nil {
+		t.Fatalf("cleanup of %s: %v", after, err)
 	}
 	deletePolicy(t, name)
-	for _, n := range allNodes {
+	for _, n := range nodes {
 		pristine(t, n)
 	}
+}
+
+// nodePolicyYAML is a policy for one node (by hostname) with capture (may
+// be nil) and desired as its desiredState.
+func nodePolicyYAML(name, node string, capture map[string]string, desired string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: nmstate.io/v1\nkind: NodeNetworkConfigurationPolicy\nmetadata:\n  name: %s\nspec:\n", name)
+	fmt.Fprintf(&b, "  nodeSelector:\n    kubernetes.io/hostname: %s\n", node)
+	if len(capture) > 0 {
+		b.WriteString("  capture:\n")
+		keys := make([]string, 0, len(capture))
+		for k := range capture {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "    %s: %q\n", k, capture[k])
+		}
+	}
+	b.WriteString("  desiredState:\n")
+	for _, line := range strings.Split(strings.Trim(desired, "\n"), "\n") {
+		b.WriteString("    " + line + "\n")
+	}
+	return b.String()
 }
 
 func runDegraded(t *testing.T, e example) {

@@ -360,30 +360,72 @@ func (ex *executor) bridgeVLANSet(bridge, name string, vlan *nmstate.BridgeVLAN)
 	for _, e := range want {
 		wanted[e.vid] = true
 	}
+	var unwanted []bridgeVLANEntry
 	for _, e := range all[int32(port.Attrs().Index)] {
-		if wanted[e.vid] {
-			continue
+		if !wanted[e.vid] {
+			unwanted = append(unwanted, bridgeVLANEntry{vid: e.vid})
 		}
-		if err := b.h.BridgeVlanDel(port, e.vid, e.pvid, e.untagged, false, false); err != nil && !errors.Is(err, unix.ENOENT) {
+	}
+	// Ranges: the default trunk is 4093 VLANs, one request each is
+	// thousands of round trips (tens of seconds in a TCG guest).
+	// (The kernel refuses a range of one id.)
+	for _, r := range vlanRuns(unwanted) {
+		var err error
+		if r.from == r.to {
+			err = b.h.BridgeVlanDel(port, r.from, false, false, false, false)
+		} else {
+			err = b.h.BridgeVlanDelRange(port, r.from, r.to, false, false, false, false)
+		}
+		if err != nil && !errors.Is(err, unix.ENOENT) {
 			return vlanFilteringError(bridge, err)
 		}
 	}
-	for _, e := range want {
-		if err := b.h.BridgeVlanAdd(port, e.vid, e.pvid, e.untagged, false, false); err != nil {
+	for _, r := range vlanRuns(want) {
+		var err error
+		if r.from == r.to {
+			err = b.h.BridgeVlanAdd(port, r.from, r.pvid, r.untagged, false, false)
+		} else {
+			err = b.h.BridgeVlanAddRange(port, r.from, r.to, r.pvid, r.untagged, false, false)
+		}
+		if err != nil {
 			return vlanFilteringError(bridge, err)
 		}
 	}
 	return nil
 }
 
-// wantedVLANs expands a port VLAN configuration to its VLAN entries.
-func (b *Backend) wantedVLANs(br netlink.Link, vlan *nmstate.BridgeVLAN) ([]bridgeVLANEntry, error) {
-	if vlan == nil {
-		pvid := uint16(1)
-		if x, ok := br.(*netlink.Bridge); ok && x.VlanDefaultPVID != nil {
-			pvid = *x.VlanDefaultPVID
+// vlanRun is consecutive VLAN ids with the same flags.
+type vlanRun struct {
+	from, to       uint16
+	pvid, untagged bool
+}
+
+// vlanRuns groups entries, in order, into runs of consecutive ids with the
+// same flags; a PVID entry is a run of its own (a range cannot carry it).
+func vlanRuns(entries []bridgeVLANEntry) []vlanRun {
+	var out []vlanRun
+	for _, e := range entries {
+		if n := len(out); n > 0 && !e.pvid && !out[n-1].pvid && out[n-1].untagged == e.untagged && out[n-1].to+1 == e.vid {
+			out[n-1].to = e.vid
+			continue
 		}
-		return []bridgeVLANEntry{{vid: pvid, pvid: true, untagged: true}}, nil
+		out = append(out, vlanRun{from: e.vid, to: e.vid, pvid: e.pvid, untagged: e.untagged})
+	}
+	return out
+}
+
+// wantedVLANs expands a port VLAN configuration to its VLAN entries. A
+// port without one (nil or `vlan: {}`) has the bridge's default PVID,
+// untagged; so has a trunk port whose enable-native is not set, unless a
+// trunk tag is that VLAN (NetworkManager's bridge.vlan-default-pvid:
+// kubernetes-nmstate's default trunk is "PVID 1 untagged, 2-4094 tagged").
+func (b *Backend) wantedVLANs(br netlink.Link, vlan *nmstate.BridgeVLAN) ([]bridgeVLANEntry, error) {
+	defaultPVID := uint16(1)
+	if x, ok := br.(*netlink.Bridge); ok && x.VlanDefaultPVID != nil {
+		defaultPVID = *x.VlanDefaultPVID
+	}
+	if vlan.IsEmpty() {
+		return []bridgeVLANEntry{{vid: defaultPVID, pvid: true, untagged: true}}, nil
 	}
 	var out []bridgeVLANEntry
 	access := vlan.Mode != nil && *vlan.Mode == "access"
@@ -396,15 +438,37 @@ func (b *Backend) wantedVLANs(br netlink.Link, vlan *nmstate.BridgeVLAN) ([]brid
 	if access {
 		return out, nil
 	}
+	tagged := map[uint16]bool{}
 	for _, t := range vlan.TrunkTags {
 		switch {
 		case t.ID != nil:
 			out = append(out, bridgeVLANEntry{vid: *t.ID})
+			tagged[*t.ID] = true
 		case t.IDRange != nil:
 			for id := int(t.IDRange.Min); id <= int(t.IDRange.Max); id++ {
 				out = append(out, bridgeVLANEntry{vid: uint16(id)})
+				tagged[uint16(id)] = true
 			}
 		}
 	}
+	if vlan.EnableNative == nil && defaultPVID != 0 && !tagged[defaultPVID] {
+		out = append([]bridgeVLANEntry{{vid: defaultPVID, pvid: true, untagged: true}}, out...)
+	}
 	return out, nil
+}
+
+// bridgeVLANFiltering switches a bridge's VLAN filtering on or off.
+func (ex *executor) bridgeVLANFiltering(bridge string, on bool) error {
+	br, err := ex.links.freshLink(bridge)
+	if err != nil {
+		return err
+	}
+	v := byte(0)
+	if on {
+		v = 1
+	}
+	if err := ex.b.changeLink(br, "bridge", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_BR_VLAN_FILTERING, []byte{v})}); err != nil {
+		return vlanFilteringError(bridge, err)
+	}
+	return nil
 }

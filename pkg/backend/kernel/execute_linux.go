@@ -77,6 +77,8 @@ func (ex *executor) run(op nmstate.Op) error {
 		return ex.bridgePortSet(o.Bridge, o.Port)
 	case nmstate.BridgeVLANSet:
 		return ex.bridgeVLANSet(o.Bridge, o.Name, o.VLAN)
+	case nmstate.BridgeVLANFiltering:
+		return ex.bridgeVLANFiltering(o.Bridge, o.On)
 	case nmstate.LinkSetState:
 		return ex.linkSetState(o.Name, o.Up)
 	case nmstate.SysctlSet:

@@ -173,6 +173,52 @@ func TestQemuBridgeVLANFiltering(t *testing.T) {
 	}
 }
 
+// kubernetes-nmstate's default trunk (no enable-native): the bridge's
+// default PVID stays on the port, untagged, as NetworkManager keeps it;
+// an explicit enable-native false gets none; and filtering goes off.
+func TestQemuBridgeDefaultTrunkAndReset(t *testing.T) {
+	_, b := openNS(t, Options{})
+	trunk := func(native *bool) *nmstate.BridgeVLAN {
+		return &nmstate.BridgeVLAN{Mode: statetest.Ptr(nmstate.BridgeVLANMode("trunk")), EnableNative: native,
+			TrunkTags: []nmstate.TrunkTag{{IDRange: &nmstate.VLANRange{Min: 2, Max: 4094}}}}
+	}
+	execute(t, b,
+		nmstate.LinkCreate{Iface: nmstate.Interface{Name: "br0", Type: nmstate.TypeLinuxBridge, LinuxBridge: &nmstate.LinuxBridge{}}},
+		nmstate.LinkCreate{Iface: nmstate.Interface{Name: "dummy1", Type: nmstate.TypeDummy}},
+		nmstate.LinkCreate{Iface: nmstate.Interface{Name: "dummy2", Type: nmstate.TypeDummy}},
+		nmstate.LinkSetController{Name: "dummy1", Controller: "br0"},
+		nmstate.LinkSetController{Name: "dummy2", Controller: "br0"},
+		nmstate.BridgeVLANSet{Bridge: "br0", Name: "dummy1", VLAN: trunk(nil)},
+		nmstate.BridgeVLANSet{Bridge: "br0", Name: "dummy2", VLAN: trunk(p(false))},
+	)
+	tags := []nmstate.TrunkTag{{IDRange: &nmstate.VLANRange{Min: 2, Max: 4094}}}
+	want := []nmstate.LinuxBridgePort{
+		{Name: "dummy1", VLAN: &nmstate.BridgeVLAN{Mode: statetest.Ptr(nmstate.BridgeVLANMode("trunk")), EnableNative: p(true), Tag: u16(1), TrunkTags: tags}},
+		{Name: "dummy2", VLAN: &nmstate.BridgeVLAN{Mode: statetest.Ptr(nmstate.BridgeVLANMode("trunk")), EnableNative: p(false), TrunkTags: tags}},
+	}
+	ports := func() []nmstate.LinuxBridgePort {
+		var out []nmstate.LinuxBridgePort
+		for _, p := range findIface(t, show(t, b), "br0").LinuxBridge.Port {
+			out = append(out, nmstate.LinuxBridgePort{Name: p.Name, VLAN: p.VLAN})
+		}
+		return out
+	}
+	if diff := cmp.Diff(want, ports()); diff != "" {
+		t.Errorf("port vlans (-want +got):\n%s", diff)
+	}
+	// The reset: both ports leave VLAN filtering, the bridge stops
+	// filtering, and no port reports a VLAN configuration any more.
+	execute(t, b,
+		nmstate.BridgeVLANSet{Bridge: "br0", Name: "dummy1", VLAN: nil},
+		nmstate.BridgeVLANSet{Bridge: "br0", Name: "dummy2", VLAN: nil},
+		nmstate.BridgeVLANFiltering{Bridge: "br0"},
+	)
+	want = []nmstate.LinuxBridgePort{{Name: "dummy1"}, {Name: "dummy2"}}
+	if diff := cmp.Diff(want, ports()); diff != "" {
+		t.Errorf("port vlans after the reset (-want +got):\n%s", diff)
+	}
+}
+
 func TestQemuTeamDevice(t *testing.T) {
 	_, b := openNS(t, Options{})
 	ops := []nmstate.Op{

@@ -95,7 +95,7 @@ func newExchanger4(cfg Config) (*exchanger4, error) {
 		client.Close()
 		return nil, err
 	}
-	nl, err := netlink.NewHandleAt(cfg.Namespace)
+	nl, err := netlink.NewHandleAt(cfg.Namespace, unix.NETLINK_ROUTE)
 	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("dhcpv4 client on %s: netlink handle: %w", cfg.Interface, err)

@@ -107,7 +107,7 @@ func (e *exchanger6) open(ctx context.Context) error {
 // waitLinkLocal polls until ifname has a link-local IPv6 address that is
 // no longer tentative.
 func waitLinkLocal(ctx context.Context, ns NamespaceHandle, ifname string) error {
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return fmt.Errorf("netlink handle: %w", err)
 	}

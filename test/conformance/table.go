@@ -1,0 +1,104 @@
+package conformance
+
+// The table of upstream nmstate's example files: which scenario applies
+// each supported one, on which kernel, and why the others are not
+// supported. The conformance tests, the support matrix and test/e2e (the
+// same scenarios through the handler) read it.
+
+// ExamplesDir holds the upstream nmstate example files, unmodified,
+// relative to this package's directory.
+const ExamplesDir = "testdata/nmstate-examples"
+
+// Lane says which kernel a scenario needs.
+type Lane int
+
+const (
+	// HostLane: the development VM's kernel (veth, bridge without VLAN
+	// filtering, macvlan, macvtap, policy routing).
+	HostLane Lane = iota
+	// QemuLane: Debian's full kernel in the qemu lane (bond, 8021q, vrf,
+	// ipvlan, bridge VLAN filtering), see hack/kernel-lane; through the
+	// handler, in the lab's guest mode (lab up --kernel debian).
+	QemuLane
+)
+
+func (l Lane) String() string {
+	if l == QemuLane {
+		return "qemu lane"
+	}
+	return "host"
+}
+
+// Scenario is one up/cleanup sequence: each step is an example file
+// applied, verified and checked for the fixed point, in order, in one
+// namespace. The first step sets something up; the later ones undo it.
+// test/e2e runs the same steps as policies through the handler on a lab
+// node (TestNmstateExamples): host scenarios in both lab modes, qemu lane
+// scenarios in guest mode.
+type Scenario struct {
+	Name  string
+	Steps []string
+	Lane  Lane
+	// Needs names the kernel features the scenario uses beyond veth.
+	Needs string
+	// Known, when set, is an engine issue that makes the scenario fail
+	// today: the test then expects the failure (and fails once it is
+	// gone), and the support matrix lists the files as not yet supported.
+	Known string
+}
+
+// Scenarios lists every supported example file in at least one scenario.
+var Scenarios = []Scenario{
+	{Name: "veth", Steps: []string{"veth1_up.yml", "veth1_absent.yml"}, Lane: HostLane, Needs: "veth"},
+	{Name: "mac-vlan", Steps: []string{"mac_vlan_create.yml", "mac_vlan_absent.yml"}, Lane: HostLane, Needs: "macvlan"},
+	{Name: "mac-vtap", Steps: []string{"mac_vtap_create.yml", "mac_vtap_absent.yml"}, Lane: HostLane, Needs: "macvtap"},
+	{Name: "linux-bridge", Steps: []string{"linuxbrige_eth1_up.yml", "linuxbrige_eth1_absent.yml"}, Lane: HostLane, Needs: "bridge, bridge STP"},
+	{Name: "dns", Steps: []string{"dns_edit_eth1.yml", "dns_remove.yml"}, Lane: HostLane, Needs: "resolv.conf file"},
+	{Name: "route", Steps: []string{"eth1_add_route.yml", "eth1_del_all_routes.yml"}, Lane: HostLane, Needs: "routes (source, locked cwnd, blackhole)"},
+	{Name: "route-rule", Steps: []string{"eth1_add_route_rule.yml", "eth1_del_all_route_rules.yml"}, Lane: HostLane, Needs: "policy routing (FIB rules)"},
+	{Name: "static-hostname", Steps: []string{"static_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace"},
+
+	{Name: "linux-bridge-port-vlan", Steps: []string{"linuxbrige_eth1_up_port_vlan.yml", "linuxbrige_eth1_absent.yml"}, Lane: QemuLane, Needs: "bridge VLAN filtering"},
+	{Name: "ipvlan", Steps: []string{"ipvlan_create.yml", "ipvlan_absent.yml"}, Lane: QemuLane, Needs: "ipvlan"},
+	{Name: "vlan", Steps: []string{"vlan101_eth1_up.yml", "vlan101_eth1_absent.yml"}, Lane: QemuLane, Needs: "8021q"},
+	{Name: "vlan-down", Steps: []string{"vlan101_eth1_up.yml", "vlan101_eth1_down.yml", "vlan101_eth1_absent.yml"}, Lane: QemuLane, Needs: "8021q"},
+	{Name: "vrf", Steps: []string{"vrf0_with_eth1.yml", "vrf0_absent.yml"}, Lane: QemuLane, Needs: "vrf"},
+	{Name: "bond", Steps: []string{"bond_port_up.yml", "bond_port_absent.yml"}, Lane: QemuLane, Needs: "bonding (per-port queue_id, prio)"},
+	{Name: "bond-bridge-vlan", Steps: []string{"bond_linuxbridge_vlan_up.yml", "bond_linuxbridge_vlan_absent.yml"}, Lane: QemuLane, Needs: "bonding, bridge, 8021q"},
+}
+
+// Reasons an example is not supported yet, shared by several files.
+const (
+	whyOVS        = "Open vSwitch: the kernel engine has no OVS database client (ovs-bridge, ovs-interface, ovs-db are NetworkManager/OVSDB features)"
+	why8021x      = "802.1X authentication needs a supplicant (wpa_supplicant) and an authenticator peer; the kernel engine configures no supplicant"
+	whySRIOV      = "SR-IOV needs a physical NIC with virtual functions; ethernet sr-iov settings are refused by the kernel backend"
+	whyInfiniBand = "InfiniBand IPoIB pkey children need InfiniBand hardware (base mlx5_ib0)"
+	whyIPsec      = "IPsec connections are Libreswan (pluto) configuration, not kernel links; the kernel engine has no IKE daemon"
+	whyMACsec     = "MACsec with MKA needs an MKA daemon (wpa_supplicant) and a peer with the same CAK/CKN; the kernel backend does not create macsec links"
+	whyHSR        = "the kernel backend reports hsr links but does not create them yet (and the development kernel has no hsr module)"
+	whyDynHost    = "hostname config \"\" means a hostname from DHCP or the hostname daemon; kernel mode has no dynamic hostname source"
+)
+
+// Unsupported gives, per example file not covered by a scenario, why.
+var Unsupported = map[string]string{
+	"eth1_with_ieee_802_1x.yml":        why8021x,
+	"eth1_with_ieee_802_1x_peap.yml":   why8021x,
+	"eth1_with_sriov.yml":              whySRIOV,
+	"hsr0_up.yml":                      whyHSR,
+	"hsr0_absent.yml":                  whyHSR,
+	"infiniband_pkey_ipoib_create.yml": whyInfiniBand,
+	"infiniband_pkey_ipoib_delete.yml": whyInfiniBand,
+	"ipsec_psk.yml":                    whyIPsec,
+	"ipsec_x509.yml":                   whyIPsec,
+	"macsec0_up.yml":                   whyMACsec,
+	"macsec0_absent.yml":               whyMACsec,
+	"ovsbridge_bond_create.yml":        whyOVS,
+	"ovsbridge_create.yml":             whyOVS,
+	"ovsbridge_delete.yml":             whyOVS,
+	"ovsbridge_dpdk_absent.yml":        whyOVS + "; DPDK also needs a DPDK-capable NIC",
+	"ovsbridge_dpdk_create.yml":        whyOVS + "; DPDK also needs a DPDK-capable NIC",
+	"ovsbridge_patch_create.yml":       whyOVS,
+	"ovsbridge_patch_delete.yml":       whyOVS,
+	"ovsbridge_vlan_port.yml":          whyOVS,
+	"dynamic_hostname.yml":             whyDynHost,
+}

@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/test/conformance"
+)
+
+// examplesNode is the node the nmstate examples run on.
+const examplesNode = "node02"
+
+// nmstateRestore puts the examples' node back as the lab made it: eth1
+// and eth2 without addresses or routes, its own hostname.
+const nmstateRestore = `
+hostname: {config: node02}
+routes:
+  config:
+  - {next-hop-interface: eth1, state: absent}
+  - {next-hop-interface: eth2, state: absent}
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+- {name: eth2, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`
+
+// TestNmstateExamples runs the scenarios of the conformance table (the
+// upstream nmstate example files the kernel engine supports,
+// docs/support-matrix.md) through the handler: each step is the desired
+// state of a policy for one node, applied with kubectl, Available before
+// the next. Scenarios that need Debian's kernel are part of the guest
+// mode's run (-tags qemu) only; the support matrix's column "through the
+// handler" says so.
+func TestNmstateExamples(t *testing.T) {
+	requirePolicies(t)
+	root, err := testenv.FindRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "test", "conformance", conformance.ExamplesDir)
+	ran := 0
+	for _, s := range conformance.Scenarios {
+		if s.Known != "" || s.Lane == conformance.QemuLane && !c.fullKernel {
+			continue
+		}
+		ran++
+		ok := t.Run(s.Name, func(t *testing.T) {
+			for i, f := range s.Steps {
+				b, err := os.ReadFile(filepath.Join(dir, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// As JSON, a flow mapping: the files' comments and
+				// document markers stay out of the policy.
+				desired, err := yaml.YAMLToJSON(b)
+				if err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
+				policy := fmt.Sprintf("nmstate-%s-%d", s.Name, i+1)
+				t.Logf("step %d: %s", i+1, f)
+				enact(t, policy, nodePolicyYAML(policy, examplesNode, nil, string(desired)))
+				deletePolicy(t, policy)
+			}
+			restore(t, "nmstate-"+s.Name, []string{examplesNode}, nmstateRestore)
+			if h := strings.TrimSpace(nodeExec(t, examplesNode, "hostname")); h != examplesNode {
+				t.Errorf("hostname %q after the restore, want %s", h, examplesNode)
+			}
+			if r := nodeExec(t, examplesNode, "cat", "/etc/resolv.conf"); !strings.Contains(r, "nameserver 192.0.2.1\n") {
+				t.Errorf("resolv.conf after the restore lacks the lab's DNS server:\n%s", r)
+			}
+		})
+		if !ok {
+			t.Fatalf("scenario %s failed; the scenarios after it would start from an unknown state", s.Name)
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no scenario of the conformance table ran")
+	}
+}
