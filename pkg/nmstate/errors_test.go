@@ -45,6 +45,41 @@ interfaces:
   type: ethernet
   speling: 1`, noCurrent, []want{{"interfaces[0].speling", "unknown field", nmstate.InvalidArgument}}},
 		{"unknown top-level key", `capabilities: []`, noCurrent, []want{{"capabilities", "unknown field", nmstate.InvalidArgument}}},
+		// Keys and values of nmstate releases after the engine's base: named
+		// with their release, not "unknown field" (docs/schema.md).
+		{"made-up route key", `
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, foo: 1}`, noCurrent,
+			[]want{{"routes.config[0].foo", "unknown field", nmstate.InvalidArgument}}},
+		{"newer interface key", `
+interfaces:
+- name: eth1
+  type: ethernet
+  alt-names: [{name: port1}]`, noCurrent, []want{{"interfaces[0].alt-names",
+			"not supported by knmstate yet (added in nmstate 2.2.51)", nmstate.NotSupported}}},
+		{"newer interface type", `
+interfaces:
+- name: ipip0
+  type: ip-tunnel`, noCurrent, []want{{"interfaces[0].type",
+			`"ip-tunnel" not supported by knmstate yet (added in nmstate 2.2.59)`, nmstate.NotSupported}}},
+		{"newer identifier", `
+interfaces:
+- name: wan0
+  type: ethernet
+  identifier: pci-address`, noCurrent, []want{{"interfaces[0].identifier",
+			`"pci-address" not supported by knmstate yet (added in nmstate 2.2.47)`, nmstate.NotSupported}}},
+		{"newer bond option", `
+interfaces:
+- name: bond0
+  type: bond
+  link-aggregation: {mode: 802.3ad, options: {lacp_active: "on"}}`, noCurrent, []want{{"interfaces[0].link-aggregation.options.lacp_active",
+			"added in nmstate 2.2.47", nmstate.NotSupported}}},
+		{"newer ethtool key", `
+interfaces:
+- name: eth1
+  type: ethernet
+  ethtool: {fec: {auto: true}}`, noCurrent, []want{{"interfaces[0].ethtool.fec", "added in nmstate 2.2.43", nmstate.NotSupported}}},
 		{"section of another type", `
 interfaces:
 - name: eth1

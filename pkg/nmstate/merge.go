@@ -44,6 +44,8 @@ import (
 //     one: interfaces pulled into the change set (ports attached to or
 //     detached from a controller, controllers whose port list changes) are
 //     activated with their controller, so an admin-down port comes up;
+//   - desired routes marked `state: ignore` are dropped, and a route's
+//     `vrf-name` becomes the `table-id` of that VRF (resolveRouteRefs);
 //   - routes, rules, DNS and hostname: see mergeRoutes, mergeRules,
 //     mergeDNS, mergeHostname.
 //
@@ -70,6 +72,9 @@ func Merge(desired, current *State) (*Merged, error) {
 	d := &dv
 	mg := newMerger(d, cur)
 	if mg.resolveMACIdentifiers(); len(mg.errs) > 0 {
+		return nil, mg.errs
+	}
+	if mg.resolveRouteRefs(); len(mg.errs) > 0 {
 		return nil, mg.errs
 	}
 	if errs := Validate(d, current); len(errs) > 0 {

@@ -948,6 +948,12 @@ func (v *validator) routes() {
 		if r.Cwnd != nil && *r.Cwnd == 0 {
 			v.invalid(p.Key("cwnd"), "must not be 0")
 		}
+		if r.LockMTU != nil && *r.LockMTU && r.MTU == nil {
+			v.invalid(p.Key("lock-mtu"), "needs mtu")
+		}
+		if r.VRFName != nil && *r.VRFName == "" {
+			v.invalid(p.Key("vrf-name"), "must not be empty")
+		}
 		if r.Metric != nil && (*r.Metric < -1 || *r.Metric > 1<<32-1) {
 			v.invalid(p.Key("metric"), "%d is out of range -1..4294967295", *r.Metric)
 		}
@@ -983,6 +989,9 @@ func (v *validator) routeRules() {
 		p := Path("route-rules").Key("config").Index(j)
 		if r.FWMask != nil && r.FWMark == nil {
 			v.invalid(p.Key("fwmask"), "needs fwmark")
+		}
+		if r.State != nil && *r.State == "ignore" {
+			v.invalid(p.Key("state"), `"ignore" is only valid for routes`)
 		}
 		if r.IsAbsent() {
 			continue

@@ -79,6 +79,13 @@ func verify(desired, current *State, fast bool) error {
 	if current == nil {
 		current = &State{}
 	}
+	// Routes naming their VRF are checked in the VRF's table, which the
+	// current state shows (Merge resolves the same way before apply).
+	if routes, _ := routesResolved(desired, current); routes != nil {
+		d := *desired
+		d.Routes = routes
+		desired = &d
+	}
 	v := &verifier{desired: desired, current: current, ignored: map[string]bool{}, fast: fast}
 	for i := range current.Interfaces {
 		if current.Interfaces[i].State == StateIgnore {
