@@ -83,6 +83,9 @@ type Options struct {
 	// Policy tunes the policy side (policy_run.go); it runs when StateDir
 	// is set and Policy.Disabled is false.
 	Policy PolicySettings
+	// Lock, when set, makes the handler hold its node's Lease while it
+	// runs (lock.go): one handler per node.
+	Lock *LockOptions
 }
 
 // Validate checks the options and fills defaults.
@@ -115,6 +118,11 @@ func (o *Options) Validate() error {
 		}
 		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("labels[%s]: %q: %s", k, v, msgs[0]))
+		}
+	}
+	if o.Lock != nil {
+		if err := o.Lock.validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

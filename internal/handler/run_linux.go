@@ -28,7 +28,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("handler options: %w", err)
 	}
-	err := run(ctx, opts)
+	var err error
+	if opts.Lock != nil {
+		err = runLocked(ctx, opts)
+	} else {
+		err = run(ctx, opts)
+	}
 	if ctx.Err() != nil {
 		// Stopped, possibly in the middle of start-up: not a failure.
 		return nil

@@ -59,7 +59,19 @@ func HandlerRBAC(p Params) []client.Object {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: HandlerName + "-events"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: HandlerName, Namespace: p.Namespace}},
 	}
-	return []client.Object{sa, role, binding, events, eventsBinding}
+	// The node lock: a Lease per node in the handler's namespace.
+	lock := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-node-lock", Namespace: p.Namespace, Labels: p.labels(ComponentHandler)},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		},
+	}
+	lockBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-node-lock", Namespace: p.Namespace, Labels: p.labels(ComponentHandler)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: HandlerName + "-node-lock"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: HandlerName, Namespace: p.Namespace}},
+	}
+	return []client.Object{sa, role, binding, events, eventsBinding, lock, lockBinding}
 }
 
 // clusterBinding binds a ClusterRole named like the ServiceAccount sa.
@@ -82,12 +94,19 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 	sel, tol, aff := p.handlerPlacement()
 	args := []string{
 		"--node=$(NODE_NAME)",
-		"--state-dir=" + handlerStateDir + "/handler",
+		// nmstatectl's own state directory: a checkpoint left by a manual
+		// `nmstatectl apply --no-commit` in the pod is the handler's to
+		// roll back before its next apply.
+		"--state-dir=" + handlerStateDir,
 		"--runtime-state-dir=" + handlerStateDir + "/noded",
 		"--resolv-conf=" + handlerResolvConf,
 		"--uts-ns=/proc/self/ns/uts",
 		"--ready-file=" + handlerReadyFile,
 		"--probe-dns-host=" + p.dnsProbeHost(),
+		// One handler per node: a second one (an overlapping upgrade, a
+		// second install) waits, not Ready, for this Lease.
+		"--node-lock-namespace=$(POD_NAMESPACE)",
+		"--node-lock-identity=$(POD_NAME)",
 	}
 	if p.debug() {
 		args = append(args, "-v=1")
@@ -126,6 +145,7 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 						Env: []corev1.EnvVar{
 							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 						},
 						SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
