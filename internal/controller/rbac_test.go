@@ -142,8 +142,8 @@ func TestRBACHasNoWildcards(t *testing.T) {
 			}
 		}
 	}
-	if roles != 4 {
-		t.Errorf("%d roles in deploy/rbac, want 4 (controller, its leader election, handler, its events)", roles)
+	if roles != 5 {
+		t.Errorf("%d roles in deploy/rbac, want 5 (controller, its leader election, handler, its events, the reader)", roles)
 	}
 }
 

@@ -19,6 +19,7 @@ func Files() (map[string][]byte, error) {
 	sets := map[string][]client.Object{
 		"deploy/rbac/handler.yaml":                     HandlerRBAC(p),
 		"deploy/rbac/controller.yaml":                  ControllerRBAC(p),
+		"deploy/rbac/reader.yaml":                      Reader(p),
 		"deploy/rbac/permit-guard.yaml":                PermitGuard(p),
 		"deploy/admission/nncp-validation-policy.yaml": PolicyValidation(p),
 		"deploy/admission/node-scope.yaml":             NodeScope(p),

@@ -27,6 +27,7 @@ func Operands(p Params) []client.Object {
 	objs = append(objs, HandlerRBAC(p)...)
 	objs = append(objs, ControllerRBAC(p)...)
 	objs = append(objs, WebhookRBAC(p)...)
+	objs = append(objs, Reader(p)...)
 	objs = append(objs, PolicyValidation(p)...)
 	objs = append(objs, PermitGuard(p)...)
 	objs = append(objs, NodeScope(p)...)
@@ -44,6 +45,7 @@ func Standalone(p Params) []client.Object {
 	objs := []client.Object{Namespace(p)}
 	objs = append(objs, HandlerRBAC(p)...)
 	objs = append(objs, ControllerRBAC(p)...)
+	objs = append(objs, Reader(p)...)
 	objs = append(objs, PermitGuard(p)...)
 	objs = append(objs, NodeScope(p)...)
 	objs = append(objs, ControllerDeployment(p), HandlerDaemonSet(p))
