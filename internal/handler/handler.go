@@ -124,6 +124,9 @@ func (o *Options) Validate() error {
 		if err := o.Lock.validate(); err != nil {
 			errs = append(errs, err)
 		}
+		if msgs := validation.IsDNS1123Subdomain(LeaseName(o.Node)); o.Node != "" && len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("lock: lease name %q: %s", LeaseName(o.Node), msgs[0]))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

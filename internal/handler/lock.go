@@ -20,9 +20,19 @@ const (
 	DefaultLockRetryPeriod   = 2 * time.Second
 )
 
+// LeaseName is the name of a node's lock Lease: knmstate- and the node's
+// name, so it can share a namespace with the kubelets' leases (named after
+// their nodes) without meeting them.
+func LeaseName(node string) string { return "knmstate-" + node }
+
+// DefaultLockNamespace is where the shipped DaemonSet keeps the node
+// locks: a namespace every cluster has, so handlers of two installs in
+// different namespaces still meet at the same Lease.
+const DefaultLockNamespace = "kube-node-lease"
+
 // LockOptions make a handler take its node's lock before it does anything
-// on the node or in the API: a coordination.k8s.io Lease named after the
-// node in Namespace. A second handler for the same node (an overlapping
+// on the node or in the API: a coordination.k8s.io Lease named
+// LeaseName(node) in Namespace. A second handler for the same node (an overlapping
 // upgrade, a second install) waits, not Ready and writing nothing but its
 // attempts to read the Lease, until the holder stops; upstream's handler
 // waits on a host file lock the same way.
@@ -75,14 +85,14 @@ func runLocked(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("handler %s: node lock client: %w", opts.Node, err)
 	}
-	log := opts.Log.WithValues("node", opts.Node, "lease", l.Namespace+"/"+opts.Node, "identity", l.Identity)
+	log := opts.Log.WithValues("node", opts.Node, "lease", l.Namespace+"/"+LeaseName(opts.Node), "identity", l.Identity)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var runErr error
 	ran := false
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: l.Namespace, Name: opts.Node},
+			LeaseMeta:  metav1.ObjectMeta{Namespace: l.Namespace, Name: LeaseName(opts.Node)},
 			Client:     cs.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: l.Identity},
 		},

@@ -208,6 +208,10 @@ func apiConfig(opts Options) *rest.Config {
 		cfg.Dial = (&NetNSDialer{Path: opts.DialNetNS}).DialContext
 	}
 	cfg.UserAgent = "knmstate-handler/" + opts.Version + " (" + opts.Node + ")"
+	if opts.Lock != nil {
+		// Two handlers of one node tell apart in the API server's logs.
+		cfg.UserAgent = "knmstate-handler/" + opts.Version + " (" + opts.Node + "; " + opts.Lock.Identity + ")"
+	}
 	return cfg
 }
 

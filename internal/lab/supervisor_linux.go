@@ -236,6 +236,9 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 			NetNS:     sw.NS.Path,
 			Address:   gw4.Addr().String(),
 			Hosts:     []string{apiHost},
+			// Who wrote what: the user guide's troubleshooting and the
+			// tests that count a component's writes read it.
+			AuditWrites: true,
 		}
 		if o.Kubelet {
 			topts.Kubelets, topts.ServiceCIDR = true, serviceCIDR
@@ -320,6 +323,7 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 	}
 	s.mu.Lock()
 	s.state.Kubeconfig, s.state.Forwarder, s.state.APIServer = kubeconfig, fwd.Addr(), env.Host()
+	s.state.AuditLog = env.AuditLog()
 	s.mu.Unlock()
 
 	kube, err := kubernetes.NewForConfig(env.Config)
@@ -488,6 +492,11 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 		// and may override it.
 		if strings.Contains(help, "--probe-dns-host") {
 			args = append(args, "--probe-dns-host="+apiHost)
+		}
+		// One handler per node, as the DaemonSet has it: the node's lock
+		// Lease in kube-node-lease.
+		if strings.Contains(help, "--node-lock-namespace") {
+			args = append(args, "--node-lock-namespace=kube-node-lease", "--node-lock-identity=lab-handler-"+n.Name)
 		}
 		args = append(args, o.HandlerArgs...)
 		start(&proc{name: "handler/" + n.Name, where: "host (netns " + n.NetNS + ")", bin: o.Binary, args: args,

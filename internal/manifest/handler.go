@@ -10,6 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// HandlerLockNamespace holds the handlers' node locks, Leases named
+// HandlerLockPrefix + node (internal/handler: DefaultLockNamespace,
+// LeaseName).
+const (
+	HandlerLockNamespace = "kube-node-lease"
+	HandlerLockPrefix    = "knmstate-"
+)
+
 // Paths inside the handler's container.
 const (
 	handlerStateDir   = "/var/lib/knmstate"
@@ -59,15 +67,17 @@ func HandlerRBAC(p Params) []client.Object {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: HandlerName + "-events"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: HandlerName, Namespace: p.Namespace}},
 	}
-	// The node lock: a Lease per node in the handler's namespace.
+	// The node lock: a Lease per node, knmstate-NODE in kube-node-lease
+	// (the NodeScope admission policy keeps each handler to its own
+	// node's Lease, away from the kubelets' heartbeats there).
 	lock := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-node-lock", Namespace: p.Namespace, Labels: p.labels(ComponentHandler)},
+		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-node-lock", Namespace: HandlerLockNamespace, Labels: p.labels(ComponentHandler)},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 		},
 	}
 	lockBinding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-node-lock", Namespace: p.Namespace, Labels: p.labels(ComponentHandler)},
+		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-node-lock", Namespace: HandlerLockNamespace, Labels: p.labels(ComponentHandler)},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: HandlerName + "-node-lock"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: HandlerName, Namespace: p.Namespace}},
 	}
@@ -104,8 +114,9 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 		"--ready-file=" + handlerReadyFile,
 		"--probe-dns-host=" + p.dnsProbeHost(),
 		// One handler per node: a second one (an overlapping upgrade, a
-		// second install) waits, not Ready, for this Lease.
-		"--node-lock-namespace=$(POD_NAMESPACE)",
+		// second install in another namespace) waits, not Ready, for the
+		// node's Lease in kube-node-lease.
+		"--node-lock-namespace=" + HandlerLockNamespace,
 		"--node-lock-identity=$(POD_NAME)",
 	}
 	if p.debug() {
