@@ -1,6 +1,7 @@
 package nmpolicy
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -24,33 +25,9 @@ const CaptureVersion = "0"
 // (copying them would dominate the cost of a large node); use DeepCopy before
 // modifying them. On error the result is nil and the error is an *Error.
 func EvaluateCaptures(capture map[string]string, current any, cache CapturedStates, now time.Time) (CapturedStates, error) {
-	names := make([]string, 0, len(capture))
-	for name := range capture {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-
-	exprs := make(map[string]*expression, len(capture))
-	for _, name := range names {
-		if !validCaptureName(name) {
-			return nil, &Error{Kind: KindInput, Capture: name, Pos: -1,
-				Msg: "invalid capture name: use letters, digits, '-' and '_' (not only digits)"}
-		}
-		if _, cached := cache[name]; cached {
-			// Not evaluated, so not parsed either: upstream tests give
-			// placeholder text for captures that come from the cache.
-			continue
-		}
-		e, perr := parseExpression(capture[name])
-		if perr != nil {
-			return nil, perr.inCapture(name, e.src)
-		}
-		for _, d := range e.deps {
-			if _, ok := capture[d.name]; !ok {
-				return nil, unknownCapture(d.name, names, d.pos).inCapture(name, e.src)
-			}
-		}
-		exprs[name] = e
+	names, exprs, errs := parseCaptures(capture, cache)
+	if len(errs) > 0 {
+		return nil, errs[0]
 	}
 
 	order, err := evaluationOrder(names, exprs, cache)
@@ -89,6 +66,71 @@ func EvaluateCaptures(capture map[string]string, current any, cache CapturedStat
 		out[name] = CapturedState{State: st, MetaInfo: stamp}
 	}
 	return out, nil
+}
+
+// CheckCaptures checks the capture expressions of a policy without
+// evaluating them: capture names, syntax, references to other captures and
+// dependency cycles (what an admission webhook can know before any node's
+// state exists). It returns every problem found, each an *Error naming its
+// capture, in capture-name order; cycles are looked for only when every
+// expression parses. nil means the captures are well-formed; evaluation on a
+// node may still fail (no match, path errors).
+func CheckCaptures(capture map[string]string) []*Error {
+	names, exprs, errs := parseCaptures(capture, nil)
+	if len(errs) > 0 {
+		return errs
+	}
+	if _, err := evaluationOrder(names, exprs, nil); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return []*Error{e}
+		}
+		return []*Error{{Kind: KindInput, Pos: -1, Msg: err.Error()}}
+	}
+	return nil
+}
+
+// parseCaptures parses the expressions of capture, except those of names
+// present in cache (upstream tests give placeholder text for captures that
+// come from the cache), and checks their names and references. It returns
+// the sorted names, the parsed expressions and every problem, in name order
+// (for one name: its name, then its syntax, then its references).
+func parseCaptures(capture map[string]string, cache CapturedStates) ([]string, map[string]*expression, []*Error) {
+	names := make([]string, 0, len(capture))
+	for name := range capture {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	exprs := make(map[string]*expression, len(capture))
+	var errs []*Error
+	for _, name := range names {
+		if !validCaptureName(name) {
+			errs = append(errs, &Error{Kind: KindInput, Capture: name, Pos: -1,
+				Msg: "invalid capture name: use letters, digits, '-' and '_' (not only digits)"})
+			continue
+		}
+		if _, cached := cache[name]; cached {
+			continue
+		}
+		e, perr := parseExpression(capture[name])
+		if perr != nil {
+			errs = append(errs, perr.inCapture(name, e.src))
+			continue
+		}
+		ok := true
+		for _, d := range e.deps {
+			if _, defined := capture[d.name]; !defined {
+				errs = append(errs, unknownCapture(d.name, names, d.pos).inCapture(name, e.src))
+				ok = false
+				break
+			}
+		}
+		if ok {
+			exprs[name] = e
+		}
+	}
+	return names, exprs, errs
 }
 
 func unknownCapture(name string, defined []string, pos int) *posError {

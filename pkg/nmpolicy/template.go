@@ -52,7 +52,7 @@ func (r *renderer) render(v any, loc string) (any, error) {
 		}
 		return out, nil
 	case string:
-		if !strings.Contains(t, "{{") && !strings.Contains(t, "}}") {
+		if !IsTemplate(t) {
 			return t, nil
 		}
 		n, perr := r.resolve(t)
@@ -77,68 +77,87 @@ func braces(src []rune, a, b rune) []int {
 	return at
 }
 
-// resolve resolves one string holding a template. Positions are rune offsets
-// into the string.
-func (r *renderer) resolve(s string) (any, *posError) {
-	src := []rune(s)
+// reference is a parsed template string: one {{ capture.NAME.PATH }}.
+type reference struct {
+	name    step   // the capture name, with its position
+	steps   []step // the path after capture.NAME
+	pos     int    // position of the capture.NAME.PATH token
+	open    int    // position of "{{"
+	closing int    // position of "}}"
+}
+
+// parseReference parses one string holding a template (spec §8.1).
+// Positions are rune offsets into the string.
+func parseReference(src []rune) (reference, *posError) {
 	opens := braces(src, '{', '{')
 	closes := braces(src, '}', '}')
 	switch {
 	case len(opens) == 0:
-		return nil, errAt(KindTemplate, closes[0], `"}}" without an opening "{{"`)
+		return reference{}, errAt(KindTemplate, closes[0], `"}}" without an opening "{{"`)
 	case len(closes) == 0:
-		return nil, errAt(KindTemplate, opens[0], `"{{" without a closing "}}"`)
+		return reference{}, errAt(KindTemplate, opens[0], `"{{" without a closing "}}"`)
 	case closes[0] < opens[0]:
-		return nil, errAt(KindTemplate, closes[0], `"}}" without an opening "{{"`)
+		return reference{}, errAt(KindTemplate, closes[0], `"}}" without an opening "{{"`)
 	case len(opens) > 1:
-		return nil, errAt(KindTemplate, opens[1], "only one reference per string is allowed")
+		return reference{}, errAt(KindTemplate, opens[1], "only one reference per string is allowed")
 	case len(closes) > 1:
-		return nil, errAt(KindTemplate, closes[1], `"}}" without an opening "{{" (only one reference per string is allowed)`)
+		return reference{}, errAt(KindTemplate, closes[1], `"}}" without an opening "{{" (only one reference per string is allowed)`)
 	}
 	open, closing := opens[0], closes[0]
 	inner := src[open+2 : closing]
 	toks, perr := lex(inner, open+2)
 	if perr != nil {
 		perr.kind = KindTemplate
-		return nil, perr
+		return reference{}, perr
 	}
 	if len(toks) == 0 {
-		return nil, errAt(KindTemplate, open, "empty reference: expected {{ capture.NAME.PATH }}")
+		return reference{}, errAt(KindTemplate, open, "empty reference: expected {{ capture.NAME.PATH }}")
 	}
 	if len(toks) > 1 {
-		return nil, errAt(KindTemplate, toks[1].pos, "a reference must be a single path capture.NAME.PATH, found another %s", toks[1].kind)
+		return reference{}, errAt(KindTemplate, toks[1].pos, "a reference must be a single path capture.NAME.PATH, found another %s", toks[1].kind)
 	}
 	t := toks[0]
 	steps, perr := wordSteps(t)
 	if t.kind == tokString || perr != nil || steps[0].key != "capture" {
-		return nil, errAt(KindTemplate, t.pos, "a reference can only refer to captured data: expected capture.NAME.PATH")
+		return reference{}, errAt(KindTemplate, t.pos, "a reference can only refer to captured data: expected capture.NAME.PATH")
 	}
 	if len(steps) < 3 {
-		return nil, errAt(KindTemplate, t.end, "a reference needs a path after capture.NAME (a whole capture cannot be referenced)")
+		return reference{}, errAt(KindTemplate, t.end, "a reference needs a path after capture.NAME (a whole capture cannot be referenced)")
 	}
 	if perr := checkCaptureName(steps[1]); perr != nil {
 		perr.kind = KindTemplate
+		return reference{}, perr
+	}
+	return reference{name: steps[1], steps: steps[2:], pos: t.pos, open: open, closing: closing}, nil
+}
+
+// resolve resolves one string holding a template. Positions are rune offsets
+// into the string.
+func (r *renderer) resolve(s string) (any, *posError) {
+	src := []rune(s)
+	ref, perr := parseReference(src)
+	if perr != nil {
 		return nil, perr
 	}
-	c, ok := r.captured[steps[1].key]
+	c, ok := r.captured[ref.name.key]
 	if !ok {
-		return nil, unknownCapture(steps[1].key, r.names, steps[1].pos)
+		return nil, unknownCapture(ref.name.key, r.names, ref.name.pos)
 	}
 	var state any = c.State
 	if c.State == nil {
 		state = map[string]any{}
 	}
-	v, perr := lookup(state, steps[2:])
+	v, perr := lookup(state, ref.steps)
 	if perr != nil {
 		return nil, perr
 	}
-	before, after := string(src[:open]), string(src[closing+2:])
+	before, after := string(src[:ref.open]), string(src[ref.closing+2:])
 	if strings.TrimFunc(before, unicode.IsSpace) == "" && strings.TrimFunc(after, unicode.IsSpace) == "" {
 		return deepCopy(v), nil
 	}
 	text, ok := scalarString(v)
 	if !ok {
-		return nil, errAt(KindType, t.pos, "the reference is %s; only strings, numbers and booleans can be embedded in text", describe(v))
+		return nil, errAt(KindType, ref.pos, "the reference is %s; only strings, numbers and booleans can be embedded in text", describe(v))
 	}
 	return before + text + after, nil
 }

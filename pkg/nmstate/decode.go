@@ -49,8 +49,7 @@ func DecodeNode(n *yaml.Node) (*State, error) {
 }
 
 func decodeState(data []byte) (*State, ErrorList) {
-	text := strings.ReplaceAll(string(data), "\u00a0", " ")
-	root, err := parseText(text)
+	root, err := parseText(stringsWithoutNBSP(data))
 	if err != nil {
 		return nil, ErrorList{{Kind: InvalidArgument, Detail: err.Error()}}
 	}
@@ -65,6 +64,12 @@ func decodeState(data []byte) (*State, ErrorList) {
 	}
 	s.postDecode()
 	return s, nil
+}
+
+// stringsWithoutNBSP is the document text with non-breaking spaces read as
+// spaces (upstream's leniency).
+func stringsWithoutNBSP(data []byte) string {
+	return strings.ReplaceAll(string(data), "\u00a0", " ")
 }
 
 // postDecode applies parse-time rules that are not about syntax.
@@ -224,6 +229,11 @@ type decoder struct {
 	// budget bounds the work on documents that expand YAML aliases
 	// exponentially ("billion laughs"); real states are far smaller.
 	budget int
+	// deferred, when set, marks string values that stand for values known
+	// only later (capture templates); they are not decoded, and their
+	// paths are collected in deferredPaths (DecodeDeferred).
+	deferred      func(string) bool
+	deferredPaths []Deferred
 }
 
 const maxValues = 1_000_000
@@ -350,6 +360,10 @@ func (d *decoder) value(n *dnode, v reflect.Value, fi fieldInfo) bool {
 			d.fail(n, d.path(), "document too large (more than %d values after alias expansion)", maxValues)
 		}
 		return false
+	}
+	if d.deferred != nil && n.Kind == yaml.ScalarNode && !isNull(n) && d.deferred(n.Value) {
+		d.deferValue(n, v)
+		return true
 	}
 	t := v.Type()
 	switch {
@@ -524,6 +538,55 @@ func (d *decoder) value(n *dnode, v reflect.Value, fi fieldInfo) bool {
 	return false
 }
 
+// deferValue handles a value that is not known yet (DecodeDeferred): it
+// records the path and leaves v unset, except that a plain string (a name,
+// a description) keeps the template text, so that equal templates still
+// name the same thing and different ones different things.
+func (d *decoder) deferValue(n *dnode, v reflect.Value) {
+	t := v.Type()
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	def := Deferred{Path: d.path(), Value: n.Value}
+	if t.Kind() == reflect.String && t.Implements(enumerType) {
+		def.Choices = slices.Clone(d.stringKindOf(t).enum.values)
+	}
+	d.deferredPaths = append(d.deferredPaths, def)
+	if t.Kind() != reflect.String || t.Implements(enumerType) || t.Implements(normalizeType) {
+		return
+	}
+	for v.Kind() == reflect.Pointer {
+		nv := reflect.New(v.Type().Elem())
+		v.Set(nv)
+		v = nv.Elem()
+	}
+	v.SetString(n.Value)
+}
+
+// anyIfaceType is the decoder's interface type while decoding an interface
+// whose type is deferred: every type-specific section is accepted.
+const anyIfaceType InterfaceType = "*"
+
+// firstFitting picks, for a key that names several sections (bridge: linux
+// or OVS), the first one that decodes vn without error, by trial decodes
+// that leave no trace; the first candidate when none does, so that its
+// errors are reported.
+func (d *decoder) firstFitting(vn *dnode, v reflect.Value, key string, cand []int, fields []fieldInfo) *fieldInfo {
+	for _, c := range cand {
+		f := &fields[c]
+		errs, paths, budget := len(d.errs), len(d.deferredPaths), d.budget
+		d.steps = append(d.steps, pathStep{key: key, isKey: true})
+		fits := d.value(vn, v.Field(f.index), *f) && len(d.errs) == errs
+		d.steps = d.steps[:len(d.steps)-1]
+		v.Field(f.index).SetZero()
+		d.errs, d.deferredPaths, d.budget = d.errs[:errs], d.deferredPaths[:paths], budget
+		if fits {
+			return f
+		}
+	}
+	return &fields[cand[0]]
+}
+
 // parsePrefix accepts "addr/len" or a bare address (a host prefix) and
 // returns the masked prefix, as nmstate canonicalises destinations.
 func parsePrefix(s string) (netip.Prefix, error) {
@@ -563,6 +626,10 @@ func (d *decoder) structValue(n *dnode, v reflect.Value) bool {
 		d.ifaceType = ""
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == "type" {
+				if vn := n.Content[i+1]; d.deferred != nil && vn.Kind == yaml.ScalarNode && d.deferred(vn.Value) {
+					d.ifaceType = anyIfaceType
+					continue
+				}
 				if c, ok := InterfaceType("").enumSpec().canonical(strings.TrimSpace(n.Content[i+1].Value)); ok {
 					d.ifaceType = InterfaceType(c)
 				} else {
@@ -606,10 +673,15 @@ func (d *decoder) structValue(n *dnode, v reflect.Value) bool {
 		}
 		var f *fieldInfo
 		for _, c := range cand {
-			if fields[c].allowsType(d.ifaceType) {
+			if d.ifaceType == anyIfaceType || fields[c].allowsType(d.ifaceType) {
 				f = &fields[c]
 				break
 			}
+		}
+		if d.ifaceType == anyIfaceType && len(cand) > 1 {
+			// The type is not known yet (a template): the key names
+			// whichever of its sections takes the value without error.
+			f = d.firstFitting(vn, v, key, cand, fields)
 		}
 		if f == nil {
 			switch d.ifaceType {
