@@ -88,8 +88,10 @@ func runLocked(ctx context.Context, opts Options) error {
 	log := opts.Log.WithValues("node", opts.Node, "lease", l.Namespace+"/"+LeaseName(opts.Node), "identity", l.Identity)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var runErr error
-	ran := false
+	// The election hands over the context of its term; the handler runs
+	// here, not in the election's callback goroutine, so it has stopped
+	// before runLocked returns.
+	leading := make(chan context.Context, 1)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: l.Namespace, Name: LeaseName(opts.Node)},
@@ -102,13 +104,7 @@ func runLocked(ctx context.Context, opts Options) error {
 		ReleaseOnCancel: true,
 		Name:            "knmstate-handler-" + opts.Node,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				log.Info("node lock taken")
-				ran = true
-				runErr = run(ctx, opts)
-				// Stop renewing: the election ends and releases the Lease.
-				cancel()
-			},
+			OnStartedLeading: func(term context.Context) { leading <- term },
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(identity string) {
 				if identity != l.Identity {
@@ -120,16 +116,35 @@ func runLocked(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("handler %s: node lock: %w", opts.Node, err)
 	}
-	elector.Run(runCtx)
+	elected := make(chan struct{})
+	go func() {
+		defer close(elected)
+		elector.Run(runCtx)
+	}()
+	var term context.Context
+	select {
+	case term = <-leading:
+	case <-elected:
+		select {
+		case term = <-leading:
+		default:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("handler %s: node lock not taken", opts.Node)
+		}
+	}
+	log.Info("node lock taken")
+	runErr := run(term, opts)
+	lost := term.Err() != nil && runCtx.Err() == nil
+	// Ends the term (the Lease is released if still held) and waits for it.
+	cancel()
+	<-elected
 	switch {
 	case ctx.Err() != nil:
 		return nil
-	case ran && runErr != nil:
-		return runErr
-	case ran && runCtx.Err() == nil:
+	case lost:
 		return fmt.Errorf("handler %s: %w", opts.Node, ErrLockLost)
-	case ran:
-		return nil
 	}
-	return fmt.Errorf("handler %s: node lock not taken", opts.Node)
+	return runErr
 }
