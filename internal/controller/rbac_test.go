@@ -142,8 +142,8 @@ func TestRBACHasNoWildcards(t *testing.T) {
 			}
 		}
 	}
-	if roles != 5 {
-		t.Errorf("%d roles in deploy/rbac, want 5 (controller, its leader election, handler, its events, the reader)", roles)
+	if roles != 6 {
+		t.Errorf("%d roles in deploy/rbac, want 6 (controller, its leader election, handler, its events, its node lock, the reader)", roles)
 	}
 }
 
