@@ -56,8 +56,30 @@ routes:
 interfaces:
 - name: eth1
   type: ethernet
-  alt-names: [{name: port1}]`, noCurrent, []want{{"interfaces[0].alt-names",
-			"not supported by knmstate yet (added in nmstate 2.2.51)", nmstate.NotSupported}}},
+  pci-address: "0000:07:00.0"`, noCurrent, []want{{"interfaces[0].pci-address",
+			"not supported by knmstate yet (added in nmstate 2.2.47)", nmstate.NotSupported}}},
+		{"alt name is the interface's name", `
+interfaces:
+- name: eth1
+  type: ethernet
+  alt-names: [{name: eth1}]`, noCurrent, []want{{"interfaces[0].alt-names[0].name", "alternative name eth1 is the interface's own name", nmstate.InvalidArgument}}},
+		{"alt name listed twice", `
+interfaces:
+- name: eth1
+  type: ethernet
+  alt-names: [{name: port1}, {name: port1, state: absent}]`, noCurrent, []want{{"interfaces[0].alt-names[1].name", "port1 is listed twice", nmstate.InvalidArgument}}},
+		{"alt name of another interface", `
+interfaces:
+- name: eth1
+  type: ethernet
+  alt-names: [{name: eth2}]
+- name: eth2
+  type: ethernet`, noCurrent, []want{{"interfaces[0].alt-names[0].name", "alternative name eth2 of eth1 is already a name of interface eth2", nmstate.InvalidArgument}}},
+		{"alt name with a slash", `
+interfaces:
+- name: eth1
+  type: ethernet
+  alt-names: [{name: a/b}]`, noCurrent, []want{{"interfaces[0].alt-names[0].name", `"a/b" is not a valid interface name`, nmstate.InvalidArgument}}},
 		{"newer interface type", `
 interfaces:
 - name: ipip0

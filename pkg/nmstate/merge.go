@@ -3,6 +3,7 @@ package nmstate
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -367,8 +368,10 @@ func mergeIface(d, c *Interface) Interface {
 	ip4, ip6 := mergeIP(d.IPv4, curIP4, false), mergeIP(d.IPv6, curIP6, true)
 	if c == nil {
 		t.IPv4, t.IPv6 = ip4, ip6
+		t.AltNames = mergeAltNames(d.AltNames, nil)
 		return t
 	}
+	t.AltNames = mergeAltNames(d.AltNames, c.AltNames)
 	modeChanged := d.LinkAggregation != nil && d.LinkAggregation.Mode != nil &&
 		(c.LinkAggregation == nil || c.LinkAggregation.Mode == nil || *c.LinkAggregation.Mode != *d.LinkAggregation.Mode)
 	t.IPv4, t.IPv6 = ip4, ip6
@@ -827,4 +830,34 @@ func (mg *merger) ifaceState(name string, v4 bool) (changed, deleted, disabled b
 		return false, false, ipc != nil && isFalse(ipc.Enabled)
 	}
 	return false, false, false
+}
+
+// mergeAltNames is the target alternative names of an interface, sorted:
+// the current ones, plus the desired ones, minus those desired absent
+// (nmstate changes alternative names incrementally, since udev adds its
+// own). nil when neither side has any to say.
+func mergeAltNames(d, c *[]AltName) *[]AltName {
+	if d == nil {
+		if c == nil {
+			return nil
+		}
+		return cloneOf(c)
+	}
+	keep := map[string]bool{}
+	if c != nil {
+		for _, a := range *c {
+			keep[a.Name] = true
+		}
+	}
+	for _, a := range *d {
+		keep[a.Name] = !a.IsAbsent()
+	}
+	out := []AltName{}
+	for name, ok := range keep {
+		if ok {
+			out = append(out, AltName{Name: name})
+		}
+	}
+	slices.SortFunc(out, func(a, b AltName) int { return strings.Compare(a.Name, b.Name) })
+	return &out
 }

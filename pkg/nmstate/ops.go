@@ -395,6 +395,17 @@ func opWriteLinkAttrs(b *strings.Builder, ifc *Interface, typ string) {
 		b.WriteString(" alias ")
 		b.WriteString(strconv.Quote(*ifc.Description))
 	}
+	if ifc.AltNames != nil {
+		// The whole target set: names not in it are removed.
+		b.WriteString(" altnames [")
+		for i, a := range *ifc.AltNames {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(a.Name)
+		}
+		b.WriteString("]")
+	}
 	sec := opLinkSection(ifc)
 	if sec.Ethernet != nil {
 		opWriteTree(b, sec.Ethernet, []string{"ethernet"})

@@ -706,6 +706,9 @@ func planLinkDiff(t, c *Interface) (Interface, bool) {
 	if planSetDiffers(t.Description, c.Description) {
 		d.Description, changed = t.Description, true
 	}
+	if t.AltNames != nil && !sameAltNames(t.AltNames, c.AltNames) {
+		d.AltNames, changed = t.AltNames, true
+	}
 	ts, cs := opLinkSection(t), opLinkSection(c)
 	// Query-only timers and attributes whose change re-creates the link
 	// are not link modifications.
@@ -1262,4 +1265,22 @@ func planDNSEqual(a, b *DNSConfig) bool {
 	slices.Sort(oa)
 	slices.Sort(ob)
 	return slices.Equal(oa, ob)
+}
+
+// sameAltNames reports whether two alternative name lists hold the same
+// names (in any order).
+func sameAltNames(a, b *[]AltName) bool {
+	names := func(l *[]AltName) []string {
+		var out []string
+		if l != nil {
+			for _, x := range *l {
+				if !x.IsAbsent() {
+					out = append(out, x.Name)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(names(a), names(b))
 }

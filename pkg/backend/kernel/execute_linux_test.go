@@ -254,6 +254,38 @@ func TestExecuteRouteMetrics(t *testing.T) {
 	}
 }
 
+// TestExecuteAltNames sets a link's alternative names to a target set
+// (nmstate 2.2.51's alt-names) and reads them back sorted.
+func TestExecuteAltNames(t *testing.T) {
+	_, b := openNS(t, Options{})
+	alt := func(names ...string) *[]nmstate.AltName {
+		l := []nmstate.AltName{}
+		for _, n := range names {
+			l = append(l, nmstate.AltName{Name: n})
+		}
+		return &l
+	}
+	veth := nmstate.Interface{Name: "veth0", Type: nmstate.TypeVeth, Veth: &nmstate.Veth{Peer: "veth1"}, AltNames: alt("port1", "a-very-long-alternative-name-of-veth0")}
+	execute(t, b, nmstate.LinkCreate{Iface: veth})
+	got := func() *[]nmstate.AltName {
+		t.Helper()
+		for _, ifc := range show(t, b).Interfaces {
+			if ifc.Name == "veth0" {
+				return ifc.AltNames
+			}
+		}
+		t.Fatal("veth0 not shown")
+		return nil
+	}
+	if diff := cmp.Diff(alt("a-very-long-alternative-name-of-veth0", "port1"), got()); diff != "" {
+		t.Errorf("alt-names after create (-want +got):\n%s", diff)
+	}
+	execute(t, b, nmstate.LinkModify{Iface: nmstate.Interface{Name: "veth0", Type: nmstate.TypeVeth, AltNames: alt("port1", "port2")}})
+	if diff := cmp.Diff(alt("port1", "port2"), got()); diff != "" {
+		t.Errorf("alt-names after modify (-want +got):\n%s", diff)
+	}
+}
+
 func TestExecuteErrorNamesTheOperation(t *testing.T) {
 	_, b := openNS(t, Options{})
 	op := nmstate.AddrAdd{Iface: "nosuch0", Address: staticAddr("192.0.2.1/24")}
