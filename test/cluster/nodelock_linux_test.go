@@ -198,7 +198,11 @@ func secondHandlerProcess(t *testing.T, c *cluster) {
 
 // secondHandlerPod is the test in kubelet mode: a second DaemonSet of the
 // handler (as a second install or an overlapping upgrade brings) on one
-// node; the first handler pod is deleted, so it releases the Lease.
+// node. The first one then goes away for good on that node: its
+// DaemonSet is deleted leaving its pods (so none replaces the first
+// handler pod, which would race the second for the lock), and the first
+// handler pod of the node is deleted (it releases the Lease as it stops).
+// The cleanup puts the first DaemonSet back; it adopts its pods.
 func secondHandlerPod(t *testing.T, c *cluster) {
 	ctx := t.Context()
 	var ds appsv1.DaemonSet
@@ -216,7 +220,13 @@ func secondHandlerPod(t *testing.T, c *cluster) {
 			client.MatchingFields{"spec.nodeName": lockNode}); err != nil {
 			t.Fatal(err)
 		}
-		return l.Items
+		var out []corev1.Pod
+		for _, p := range l.Items {
+			if p.DeletionTimestamp == nil {
+				out = append(out, p)
+			}
+		}
+		return out
 	}
 	ready := func(p corev1.Pod) bool {
 		for _, cond := range p.Status.Conditions {
@@ -226,9 +236,18 @@ func secondHandlerPod(t *testing.T, c *cluster) {
 		}
 		return false
 	}
+	firstDeleted := false
 	t.Cleanup(func() {
-		if err := c.c.Delete(context.Background(), second); err != nil {
+		bg := context.Background()
+		if err := c.c.Delete(bg, second); err != nil {
 			t.Errorf("cleanup: %v", err)
+		}
+		if firstDeleted {
+			again := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Labels,
+				Annotations: ds.Annotations}, Spec: *ds.Spec.DeepCopy()}
+			if err := c.c.Create(bg, again); err != nil {
+				t.Errorf("cleanup: recreating %s: %v", ds.Name, err)
+			}
 		}
 		// The lab's own handler pod takes the node back.
 		eventually(t, 2*time.Minute, 500*time.Millisecond, func() bool {
@@ -256,19 +275,27 @@ func secondHandlerPod(t *testing.T, c *cluster) {
 	if w := writesBy(t, c, pod.Name); len(w) != 0 {
 		t.Fatalf("the second handler pod wrote while waiting: %v", w)
 	}
-	t.Logf("second handler pod %s, %v running: not Ready, 0 writes in the audit log, lock held by %s", pod.Name, window, leaseHolder(t, c, lockNode))
-	// The first handler pod goes away (deleted: it releases the Lease);
-	// its DaemonSet's next pod then waits behind the second one.
+	first := leaseHolder(t, c, lockNode)
+	t.Logf("second handler pod %s, %v running: not Ready, 0 writes in the audit log, lock held by %s", pod.Name, window, first)
 	firsts := pods(ds.Spec.Selector.MatchLabels)
-	if len(firsts) != 1 {
-		t.Fatalf("%d first handler pods on %s", len(firsts), lockNode)
+	if len(firsts) != 1 || firsts[0].Name != first {
+		t.Fatalf("first handler pods on %s: %d, lock holder %s", lockNode, len(firsts), first)
 	}
+	if err := c.c.Delete(ctx, &ds, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	firstDeleted = true
 	deleted := time.Now()
 	if err := c.c.Delete(ctx, &firsts[0]); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, 200*time.Millisecond, func() bool { p := pods(sel); return len(p) == 1 && ready(p[0]) },
-		func() string { return "the second handler pod did not take over" })
+		func() string {
+			return "the second handler pod did not take over; lock holder " + leaseHolder(t, c, lockNode)
+		})
 	t.Logf("second handler pod Ready %v after the first pod's deletion (lock holder %s)",
 		time.Since(deleted).Round(100*time.Millisecond), leaseHolder(t, c, lockNode))
+	if h := leaseHolder(t, c, lockNode); h != pod.Name {
+		t.Errorf("lock holder %s after the takeover, want %s", h, pod.Name)
+	}
 }
