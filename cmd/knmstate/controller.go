@@ -13,6 +13,7 @@ import (
 
 	"github.com/knmstate/knmstate/internal/controller"
 	"github.com/knmstate/knmstate/internal/rollout"
+	"github.com/knmstate/knmstate/internal/scrape"
 )
 
 // controllerOptions are the flags of `knmstate controller`.
@@ -63,7 +64,7 @@ replicas with --leader-elect; only the holder of the Lease acts.`,
 	f.DurationVar(&opts.LeaseDuration, "lease-duration", 15*time.Second, "how long a Lease is valid without renewal")
 	f.DurationVar(&opts.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up")
 	f.DurationVar(&opts.RetryPeriod, "retry-period", 2*time.Second, "interval between election attempts")
-	f.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", `address of the metrics endpoint; "0" disables it`)
+	scrape.BindFlags(f, &opts.Metrics, true)
 	f.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", "0", `address of /healthz and /readyz; "0" disables them`)
 	f.DurationVar(&opts.Rollout.ReclaimAfter, "reclaim-after", rollout.DefaultConfig.ReclaimAfter, "take back the rollout permit of a node NotReady for this long")
 	f.DurationVar(&opts.Rollout.GCGrace, "gc-grace", rollout.DefaultConfig.GCGrace, "minimum age of an enactment before it is garbage-collected")

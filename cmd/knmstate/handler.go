@@ -14,6 +14,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/knmstate/knmstate/internal/handler"
+	"github.com/knmstate/knmstate/internal/scrape"
 )
 
 // handlerOptions are the flags of `knmstate handler`.
@@ -36,6 +37,7 @@ type handlerOptions struct {
 	lockNamespace   string
 	lockIdentity    string
 	lockLease       time.Duration
+	metrics         scrape.Options
 }
 
 func newHandlerCmd() *cobra.Command { return newHandlerCmdFor(&handlerOptions{}) }
@@ -83,6 +85,7 @@ dial from the handler process's own namespace.`,
 	f.StringVar(&o.lockIdentity, "node-lock-identity", "", "this handler's name in the node lock (default: host name and process id)")
 	f.DurationVar(&o.lockLease, "node-lock-lease", handler.DefaultLockLeaseDuration, "node lock lease duration: a handler that stops without releasing the lock is replaced within it")
 	handler.BindPolicyFlags(f, &o.policy)
+	scrape.BindFlags(f, &o.metrics, true)
 	return cmd
 }
 
@@ -119,6 +122,7 @@ func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, err
 		ReadyFile:       o.readyFile,
 		Log:             log,
 		Policy:          o.policy,
+		Metrics:         o.metrics,
 	}
 	if o.lockNamespace != "" {
 		id := o.lockIdentity

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knmstate/knmstate/internal/scrape"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -57,6 +59,48 @@ func TestHandlerFlags(t *testing.T) {
 			}
 			if opts.Resync != 10*time.Minute || opts.Debounce != 200*time.Millisecond {
 				t.Errorf("resync %v, debounce %v: defaults not applied", opts.Resync, opts.Debounce)
+			}
+		})
+	}
+}
+
+func TestMetricsFlags(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(testKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want scrape.Options
+	}{
+		{"disabled by default, secure once enabled", nil, scrape.Options{BindAddress: "0", Secure: true}},
+		{"enabled", []string{"--metrics-bind-address=:9894"}, scrape.Options{BindAddress: ":9894", Secure: true}},
+		{"plain, own certificate", []string{"--metrics-bind-address=127.0.0.1:9894", "--metrics-secure=false", "--metrics-cert-dir=/certs"},
+			scrape.Options{BindAddress: "127.0.0.1:9894", CertDir: "/certs"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &handlerOptions{}
+			cmd := newHandlerCmdFor(o)
+			if err := cmd.Flags().Parse(append([]string{"--node", "n1", "--kubeconfig", kc}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			opts, err := o.handlerOptions(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opts.Metrics != tc.want {
+				t.Errorf("handler metrics %+v, want %+v", opts.Metrics, tc.want)
+			}
+			ctrl := newControllerCmd()
+			if err := ctrl.Flags().Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			f := ctrl.Flags()
+			got := scrape.Options{BindAddress: f.Lookup("metrics-bind-address").Value.String(), CertDir: f.Lookup("metrics-cert-dir").Value.String()}
+			got.Secure = f.Lookup("metrics-secure").Value.String() == "true"
+			if got != tc.want {
+				t.Errorf("controller metrics flags %+v, want %+v", got, tc.want)
 			}
 		})
 	}

@@ -88,6 +88,7 @@ func registerKubeletFlags(cmd *cobra.Command, opts *lab.Options) {
 	cmd.Flags().BoolVar(&opts.Kubelet, "kubelet", false, "real kubelets, containerd and kube-proxy on the nodes, knmstate as pods of deploy/knmstate pulled from a registry in the lab (see docs/lab.md)")
 	cmd.Flags().StringVar(&opts.KubeBinDir, "kube-bin-dir", "", "directory of kubelet, kube-proxy, kube-controller-manager, kube-scheduler and containerd (default: that of kube-apiserver)")
 	cmd.Flags().StringVar(&opts.Install, "install", lab.InstallManifests, "what of knmstate kubelet mode installs: manifests (deploy/knmstate), operator (the bundle of deploy/operator and an NMState) or none")
+	cmd.Flags().StringArrayVar(&opts.MoreImages, "more-images", nil, "more directories of images of make images (other versions), served by the lab registry too (repeatable)")
 	cmd.Flags().StringVar(&opts.Images, "images", "", "directory of the images of `make images` (default: images/ next to this binary, else the repository's bin/images)")
 }
 

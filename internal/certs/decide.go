@@ -96,6 +96,10 @@ type Decision struct {
 // reaches the webhook configurations, and only Propagation after the new
 // CA's issue does a certificate it signs replace the served one; a CA
 // leaves the bundle when it expires, after every certificate it signed.
+// lifetimeSlack is how much longer than its interval a certificate may
+// remain valid before it counts as issued under longer intervals.
+const lifetimeSlack = time.Second
+
 func Decide(in Input) Decision {
 	now := in.Now
 	ca, caErr := parseKeyPair(in.CASecret)
@@ -111,6 +115,12 @@ func Decide(in Input) Decision {
 	}
 	if due := ca.cert.NotAfter.Add(-in.Intervals.CAOverlap); !now.Before(due) {
 		return Decision{Action: IssueCA, Reason: fmt.Sprintf("CA expires at %s", ca.cert.NotAfter.UTC().Format(time.RFC3339)),
+			Bundle: encodeCerts(priorCAs(in, &ca, serving, servingErr)...)}
+	}
+	// Shortened intervals apply at once, not when the old, longer-lived
+	// CA ends.
+	if ca.cert.NotAfter.After(now.Add(in.Intervals.CARotate + lifetimeSlack)) {
+		return Decision{Action: IssueCA, Reason: fmt.Sprintf("CA valid until %s, longer than caRotateInterval %v", ca.cert.NotAfter.UTC().Format(time.RFC3339), in.Intervals.CARotate),
 			Bundle: encodeCerts(priorCAs(in, &ca, serving, servingErr)...)}
 	}
 
@@ -155,6 +165,9 @@ func Decide(in Input) Decision {
 	cert := serving.cert
 	if !now.Before(cert.NotAfter) {
 		return issueCert("serving certificate expired")
+	}
+	if cert.NotAfter.After(now.Add(in.Intervals.CertRotate + lifetimeSlack)) {
+		return issueCert(fmt.Sprintf("serving certificate valid until %s, longer than certRotateInterval %v", cert.NotAfter.UTC().Format(time.RFC3339), in.Intervals.CertRotate))
 	}
 	if !slices.Equal(certNames(cert), in.Names) {
 		return issueCert(fmt.Sprintf("serving certificate names %v, want %v", certNames(cert), in.Names))

@@ -158,6 +158,20 @@ func TestDecide(t *testing.T) {
 		in:   input(t0.Add(100*time.Hour), tlsSecret(t, ca2, ca2.cert, ca1.cert), tlsSecret(t, mkCert(t, ca2, t0.Add(91*time.Hour), short.CertRotate)), config("c", bundle21)),
 		want: summary{Action: "WriteBundle", Reason: "CA bundle outdated", Bundle: []string{cn(ca2)}},
 	}, {
+		name: "intervals shortened: a CA valid longer than caRotateInterval is replaced at once",
+		in: func() Input {
+			long, err := newCA("svc-ca", t0, DefaultIntervals.CARotate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return input(t0.Add(time.Hour), tlsSecret(t, long, long.cert), tlsSecret(t, mkCert(t, long, t0, DefaultIntervals.CertRotate)), config("c", encodeCerts(long.cert)))
+		}(),
+		want: summary{Action: "IssueCA", Reason: "CA valid until 2027-01-01T00:00:00Z, longer than caRotateInterval 100h0m0s", Bundle: []string{"svc-ca@1767225600"}},
+	}, {
+		name: "intervals shortened: a serving certificate valid longer than certRotateInterval is replaced at once",
+		in:   input(t0.Add(time.Hour), tlsSecret(t, ca1, ca1.cert), tlsSecret(t, mkCert(t, ca1, t0, 99*time.Hour)), config("c", bundle1)),
+		want: summary{Action: "IssueCert", Reason: "serving certificate valid until 2026-01-05T03:00:00Z, longer than certRotateInterval 50h0m0s", CA: cn(ca1), NotAfter: t0.Add(51 * time.Hour)},
+	}, {
 		name: "a bundle without the current CA is repaired",
 		in:   input(t0, tlsSecret(t, ca1), nil),
 		want: summary{Action: "WriteBundle", Reason: "CA bundle outdated", Bundle: []string{cn(ca1)}},

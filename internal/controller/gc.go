@@ -35,6 +35,7 @@ func (r *gcReconciler) Reconcile(ctx context.Context, req reconcile.Request) (re
 		err := r.client.Delete(ctx, e, client.Preconditions{UID: &g.UID})
 		switch {
 		case err == nil:
+			r.metrics.EnactmentCollected(g.Reason)
 			log.FromContext(ctx).Info("enactment collected", "enactment", g.Name, "reason", g.Reason)
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		default:

@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -21,6 +23,24 @@ type instance struct {
 	counter *requestCounter
 	cancel  context.CancelFunc
 	done    chan error
+	// gauges is the instance's own gauge registry.
+	gauges *prometheus.Registry
+}
+
+// gaugeFamilies counts the kubernetes_nmstate_ families reg serves.
+func gaugeFamilies(t *testing.T, reg *prometheus.Registry) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "kubernetes_nmstate_") {
+			n++
+		}
+	}
+	return n
 }
 
 func startInstance(t *testing.T, agent string, opts Options) *instance {
@@ -75,8 +95,13 @@ func TestLeaderElection(t *testing.T) {
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
 		Rollout: rollout.Config{GCGrace: time.Millisecond},
 	}
-	a := startInstance(t, "knmstate-controller-a", opts)
-	b := startInstance(t, "knmstate-controller-b", opts)
+	// Each replica gets its own gauge registry, as each process has.
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	optsA, optsB := opts, opts
+	optsA.gaugeRegistry, optsB.gaugeRegistry = regA, regB
+	a := startInstance(t, "knmstate-controller-a", optsA)
+	b := startInstance(t, "knmstate-controller-b", optsB)
+	a.gauges, b.gauges = regA, regB
 	var leader, follower *instance
 	eventually(t, "a leader", func() (bool, string) {
 		switch ea, eb := a.elected(), b.elected(); {
@@ -117,6 +142,16 @@ func TestLeaderElection(t *testing.T) {
 	if w := follower.apiWrites(); len(w) != 0 {
 		t.Errorf("the follower wrote %v", w)
 	}
+	// Only the leader serves kubernetes-nmstate's gauges: a follower's
+	// series would double every sum.
+	eventually(t, "the leader serves the gauges", func() (bool, string) {
+		n := gaugeFamilies(t, leader.gauges)
+		// Policies and enactments; no node network state has a state.
+		return n == 2, fmt.Sprintf("%d gauge families", n)
+	})
+	if n := gaugeFamilies(t, follower.gauges); n != 0 {
+		t.Errorf("the follower serves %d gauge families, want none", n)
+	}
 
 	// The leader steps down (releasing the Lease); the other one takes over
 	// and carries on with a new policy.
@@ -124,6 +159,13 @@ func TestLeaderElection(t *testing.T) {
 	eventually(t, "the follower takes over", func() (bool, string) {
 		return follower.elected(), "not elected"
 	})
+	eventually(t, "the new leader serves the gauges", func() (bool, string) {
+		n := gaugeFamilies(t, follower.gauges)
+		return n == 2, fmt.Sprintf("%d gauge families", n)
+	})
+	if n := gaugeFamilies(t, leader.gauges); n != 0 {
+		t.Errorf("the stopped leader still serves %d gauge families", n)
+	}
 	q := rollOut("q")
 	if diff := cmp.Diff(map[string]bool{follower.agent: true}, f.statusManagers(q)); diff != "" {
 		t.Errorf("status of %s written by (-want +got):\n%s", q, diff)

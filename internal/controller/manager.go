@@ -7,17 +7,22 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
+	"github.com/knmstate/knmstate/internal/scrape"
 )
 
 // DefaultQPS and DefaultBurst limit the controller's API requests when its
@@ -54,8 +59,10 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod tune the election;
 	// defaults 15s, 10s and 2s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// MetricsBindAddress serves Prometheus metrics; "" or "0" disables.
-	MetricsBindAddress string
+	// Metrics is the metrics endpoint (disabled by default): controller-
+	// runtime's metrics, the controller's counters and, on the leader,
+	// kubernetes-nmstate's gauges (docs/metrics.md).
+	Metrics scrape.Options
 	// HealthProbeBindAddress serves /healthz and /readyz; "" or "0"
 	// disables.
 	HealthProbeBindAddress string
@@ -67,6 +74,12 @@ type Options struct {
 	// Clock returns the current time; default time.Now. Tests never need
 	// it, it keeps the decisions' `now` in one place.
 	Clock func() time.Time
+
+	// gaugeRegistry receives the leader's kubernetes-nmstate gauges;
+	// default controller-runtime's metrics.Registry (what the metrics
+	// endpoint serves). Tests of several replicas in one process give each
+	// its own.
+	gaugeRegistry prometheus.Registerer
 }
 
 func (o *Options) defaults() {
@@ -85,9 +98,6 @@ func (o *Options) defaults() {
 	if o.RetryPeriod == 0 {
 		o.RetryPeriod = 2 * time.Second
 	}
-	if o.MetricsBindAddress == "" {
-		o.MetricsBindAddress = "0"
-	}
 	if o.HealthProbeBindAddress == "" {
 		o.HealthProbeBindAddress = "0"
 	}
@@ -102,6 +112,9 @@ func (o *Options) defaults() {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.gaugeRegistry == nil {
+		o.gaugeRegistry = ctrlmetrics.Registry
 	}
 }
 
@@ -158,8 +171,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaseDuration:                 &opts.LeaseDuration,
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                       opts.Metrics.Server(),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&v1beta1.NodeNetworkState{}: {Transform: reduceNodeNetworkState},
+		}},
 		// Controller names only have to be unique for metrics; tests run
 		// several instances in one process.
 		Controller: config.Controller{SkipNameValidation: &skip},
@@ -167,7 +183,14 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
 	}
-	if err := setup(context.Background(), mgr, opts); err != nil {
+	m, err := metrics.NewController(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("controller metrics: %w", err)
+	}
+	if err := setup(context.Background(), mgr, opts, m); err != nil {
+		return nil, err
+	}
+	if err := serveGauges(mgr, opts.gaugeRegistry, opts.Logger.WithName("gauges")); err != nil {
 		return nil, err
 	}
 	return mgr, nil

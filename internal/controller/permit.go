@@ -41,18 +41,22 @@ func (r *permitReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	var errs []error
 	var written []write
-	annotate := func(names []string, key string, value *string) {
+	// annotate writes, and returns how many writes succeeded.
+	annotate := func(names []string, key string, value *string) int {
+		n := 0
 		for _, name := range names {
 			if err := r.annotate(ctx, name, key, value); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			written = append(written, write{name, key, value})
+			n++
 		}
+		return n
 	}
-	annotate(d.Revoke, rollout.PermitAnnotation, nil)
-	annotate(d.Grant, rollout.PermitAnnotation, &gen)
-	annotate(d.Abort, rollout.AbortAnnotation, &gen)
+	r.metrics.PermitsRevoked(annotate(d.Revoke, rollout.PermitAnnotation, nil))
+	r.metrics.PermitsGranted(annotate(d.Grant, rollout.PermitAnnotation, &gen))
+	r.metrics.EnactmentsAborted(annotate(d.Abort, rollout.AbortAnnotation, &gen))
 	if len(written) > 0 {
 		logger.V(1).Info("rollout permits written", "generation", d.Generation, "limit", d.Limit, "inUse", d.InUse,
 			"granted", d.Grant, "aborted", d.Abort, "revoked", d.Revoke)

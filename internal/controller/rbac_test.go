@@ -76,6 +76,11 @@ func TestRBAC(t *testing.T) {
 		{handlerUser, "update", "", "nodes", "", "", "n", false},
 		{handlerUser, "create", "coordination.k8s.io", "leases", "", "nmstate", "", false},
 		{handlerUser, "list", "", "secrets", "", "nmstate", "", false},
+		// Both check who scrapes their metrics endpoint.
+		{ctrlUser, "create", "authentication.k8s.io", "tokenreviews", "", "", "", true},
+		{ctrlUser, "create", "authorization.k8s.io", "subjectaccessreviews", "", "", "", true},
+		{handlerUser, "create", "authentication.k8s.io", "tokenreviews", "", "", "", true},
+		{handlerUser, "create", "authorization.k8s.io", "subjectaccessreviews", "", "", "", true},
 	}
 	for _, tt := range tests {
 		name := fmt.Sprintf("%s %s %s/%s/%s %s/%s", tt.user, tt.verb, tt.group, tt.resource, tt.sub, tt.namespace, tt.name)
@@ -136,14 +141,14 @@ func TestRBACHasNoWildcards(t *testing.T) {
 						}
 					}
 				}
-				if len(rule.Verbs) == 0 || len(rule.Resources) == 0 {
+				if len(rule.Verbs) == 0 || len(rule.Resources) == 0 && len(rule.NonResourceURLs) == 0 {
 					t.Errorf("%s %s rules[%d]: no verbs or resources", role.Kind, role.Metadata.Name, i)
 				}
 			}
 		}
 	}
-	if roles != 6 {
-		t.Errorf("%d roles in deploy/rbac, want 6 (controller, its leader election, handler, its events, its node lock, the reader)", roles)
+	if roles != 8 {
+		t.Errorf("%d roles in deploy/rbac, want 8 (controller, its leader election, handler, its events, its node lock, the reader, metrics auth and metrics reader)", roles)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
 )
 
@@ -35,11 +36,13 @@ const (
 	nodeIndex   = "knmstate.node"
 )
 
-// reader is what every reconciler shares: the cache and the time limits.
+// reader is what every reconciler shares: the cache, the time limits and
+// the counters.
 type reader struct {
-	client client.Client
-	config rollout.Config
-	clock  func() time.Time
+	client  client.Client
+	config  rollout.Config
+	clock   func() time.Time
+	metrics *metrics.Controller
 }
 
 // input gathers everything a decision about policy name needs, from the
@@ -95,7 +98,7 @@ func (r reader) waitForCache(ctx context.Context, obj client.Object, seen func(c
 }
 
 // setup registers the indexes and the three reconcilers with mgr.
-func setup(ctx context.Context, mgr manager.Manager, opts Options) error {
+func setup(ctx context.Context, mgr manager.Manager, opts Options, m *metrics.Controller) error {
 	idx := mgr.GetFieldIndexer()
 	enactment := &v1beta1.NodeNetworkConfigurationEnactment{}
 	for name, label := range map[string]string{policyIndex: shared.EnactmentPolicyLabel, nodeIndex: shared.EnactmentNodeLabel} {
@@ -116,7 +119,7 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options) error {
 			return fmt.Errorf("readyz: %w", err)
 		}
 	}
-	rd := reader{client: mgr.GetClient(), config: opts.Rollout, clock: opts.Clock}
+	rd := reader{client: mgr.GetClient(), config: opts.Rollout, clock: opts.Clock, metrics: m}
 	for name, r := range map[string]reconcile.Reconciler{
 		"policy-status":  &statusReconciler{reader: rd},
 		"rollout-permit": &permitReconciler{reader: rd},

@@ -48,6 +48,7 @@ func (r *statusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 		return reconcile.Result{}, fmt.Errorf("write status of policy %s: %w", req.Name, err)
 	}
+	r.metrics.PolicyStatusWritten(string(s.Verdict))
 	log.FromContext(ctx).V(1).Info("policy status written", "verdict", s.Verdict, "message", s.Message)
 	r.waitForCache(ctx, p, func(o client.Object) bool {
 		// Compared without timestamps: the API server keeps seconds only.

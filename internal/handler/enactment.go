@@ -18,6 +18,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
@@ -140,7 +141,8 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		r.tx.onApply = func() { r.opts.OnApply(req.Name) }
 	}
 	log.Info("applying", "generation", gen)
-	applyErr := r.tx.run(ctx, out.Desired)
+	tx, applyErr := r.tx.run(ctx, out.Desired)
+	r.rollbackEvent(e, gen, tx)
 	now = time.Now()
 	if applyErr == nil {
 		r.setRetryWait(req.Name, time.Time{})
@@ -320,7 +322,33 @@ func (r *PolicyReconciler) writeStatus(ctx context.Context, e *enactment, gen in
 	if err != nil {
 		return fmt.Errorf("write status of enactment %s: %w", e.Name, err)
 	}
+	r.opts.Metrics.EnactmentStatusWritten(r.opts.Node)
 	return nil
+}
+
+// rollbackEvent tells on the enactment that an apply of generation gen
+// was rolled back, or that its rollback failed: the two moments an admin
+// wants to see in `kubectl get events` (the conditions keep only the
+// latest attempt). A short, fixed note: the enactment's conditions carry
+// the error.
+func (r *PolicyReconciler) rollbackEvent(e *enactment, gen int64, o txOutcome) {
+	var why string
+	switch o.reason {
+	case metrics.RollbackProbe:
+		why = fmt.Sprintf("the %s probe failed after the apply", o.probe)
+	case metrics.RollbackVerification:
+		why = "the network did not show the desired state"
+	default:
+		why = "the apply failed"
+	}
+	switch o.result {
+	case metrics.ApplyRolledBack:
+		r.events.Eventf(e, nil, corev1.EventTypeWarning, "RolledBack", "Apply",
+			"generation %d rolled back (%s): the previous network state is restored", gen, why)
+	case metrics.ApplyRollbackFailed:
+		r.events.Eventf(e, nil, corev1.EventTypeWarning, "RollbackFailed", "Apply",
+			"generation %d not rolled back (%s, then the rollback failed): the node's network is as the failure left it", gen, why)
+	}
 }
 
 // annotationGeneration returns the generation a rollout annotation names,

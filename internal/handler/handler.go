@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
+	"github.com/knmstate/knmstate/internal/metrics"
+	"github.com/knmstate/knmstate/internal/scrape"
 	"github.com/knmstate/knmstate/internal/version"
 )
 
@@ -86,6 +88,13 @@ type Options struct {
 	// Lock, when set, makes the handler hold its node's Lease while it
 	// runs (lock.go): one handler per node.
 	Lock *LockOptions
+	// Metrics is the handler's metrics endpoint; disabled by default (a
+	// hostNetwork pod listens on the node's addresses). docs/metrics.md.
+	Metrics scrape.Options
+	// Instruments record the handler's metrics; nil: Run registers them
+	// with controller-runtime's metrics.Registry (what the endpoint
+	// serves), shared by every handler of the process.
+	Instruments *metrics.Handler
 }
 
 // Validate checks the options and fills defaults.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
@@ -55,6 +56,8 @@ type reporter struct {
 
 	// writes counts API writes (creates and status updates), for logs.
 	writes int
+	// metrics counts them for Prometheus (nil: not counted).
+	metrics *metrics.Handler
 }
 
 // nnsEvent is one watch event about the node's NodeNetworkState.
@@ -273,6 +276,7 @@ func (r *reporter) create(ctx context.Context) error {
 		return fmt.Errorf("creating node network state %s: %w", r.node, err)
 	}
 	r.writes++
+	r.metrics.NNSWritten(r.node, metrics.NNSCreate)
 	r.log.Info("created node network state")
 	return r.setKnown(obj)
 }
@@ -289,6 +293,7 @@ func (r *reporter) writeStatus(ctx context.Context, rep report) error {
 		return fmt.Errorf("writing node network state %s status: %w", r.node, err)
 	}
 	r.writes++
+	r.metrics.NNSWritten(r.node, metrics.NNSStatus)
 	return r.setKnown(obj)
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/probe"
@@ -88,6 +89,9 @@ type PolicyOptions struct {
 	NoDefaultBridgeVLANs bool
 	// Log receives the reconciler's logs.
 	Log logr.Logger
+	// Metrics counts applies, rollbacks, probe failures and enactment
+	// writes; nil counts nothing.
+	Metrics *metrics.Handler
 	// OnApply, when set, is called right before each apply.
 	OnApply func(policy string)
 }
@@ -169,6 +173,8 @@ func NewPolicyReconciler(opts PolicyOptions) (*PolicyReconciler, error) {
 		verifyRetries:  opts.VerifyRetries,
 		verifyInterval: opts.VerifyInterval,
 		log:            r.log,
+		node:           opts.Node,
+		metrics:        opts.Metrics,
 	}
 	return r, nil
 }

@@ -98,7 +98,8 @@ func TestPolicyInvalidStateFailsAtOnce(t *testing.T) {
 func TestPolicyApplyFailureRetriesThenFails(t *testing.T) {
 	ns := nstest.New(t)
 	n := newPolNode(t, "pol-retry", ns.Path, map[string]string{"pol-retry": "yes"})
-	n.start(t, func(o *PolicyOptions) { o.MaxRetries = 3 })
+	m := newTestMetrics(t)
+	n.start(t, func(o *PolicyOptions) { o.MaxRetries = 3; o.Metrics = m.Handler })
 	h := n.record(t, "pol-retry")
 	// eth9 does not exist and an ethernet cannot be created: every apply
 	// fails.
@@ -129,8 +130,16 @@ func TestPolicyApplyFailureRetriesThenFails(t *testing.T) {
 		t.Errorf("Failing = %+v, want FailedToConfigure naming eth9", c)
 	}
 	ev := waitWarning(t, n.c, p.Name, "ReconcileFailed")
-	if !strings.Contains(ev.Note, "has failed after 3 retries") {
-		t.Errorf("event note %q", ev.Note)
+	if want := `reconciliation of enactment "pol-retry.pol-retry" has failed after 3 retries`; ev.Note != want {
+		t.Errorf("event note %q, want %q", ev.Note, want)
+	}
+	// An ethernet that does not exist fails before anything changes:
+	// three failed applies, nothing rolled back.
+	if got := m.value(t, "knmstate_handler_apply_duration_seconds", "node", n.name, "result", "failed"); got != 3 {
+		t.Errorf("%v failed applies, want 3", got)
+	}
+	if got := m.value(t, "knmstate_handler_rollbacks_total"); got != 0 {
+		t.Errorf("%v rollbacks, want 0", got)
 	}
 	if e.Annotations[rollout.PermitAnnotation] != "1" {
 		t.Errorf("permit annotation lost")
@@ -218,6 +227,7 @@ func TestPolicyPendingCheckpointRolledBackAtStart(t *testing.T) {
 	peer := nstest.New(t)
 	nstest.Veth(t, ns, "eth1", peer, "eth1p")
 	n := newPolNode(t, "pol-ckpt", ns.Path, nil)
+	m := newTestMetrics(t)
 	desired, err := nmstate.Decode([]byte(staticAddr("eth1", "198.51.100.30/24")))
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +239,7 @@ func TestPolicyPendingCheckpointRolledBackAtStart(t *testing.T) {
 	if !hasAddress(n.show(t), "eth1", "198.51.100.30") {
 		t.Fatal("setup: address not applied")
 	}
-	n.start(t, nil) // no policy at all: the start itself rolls back
+	n.start(t, func(o *PolicyOptions) { o.Metrics = m.Handler }) // no policy at all: the start itself rolls back
 	// The address goes first; the record once the rollback is verified.
 	deadline := time.Now().Add(hangGuard)
 	for {
@@ -240,6 +250,13 @@ func TestPolicyPendingCheckpointRolledBackAtStart(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("pending checkpoint not rolled back at start: address still there %v, record: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	deadline = time.Now().Add(hangGuard)
+	for m.value(t, "knmstate_handler_rollbacks_total", "node", n.name, "reason", "pending_checkpoint") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the rollback at start is not counted")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -76,7 +76,8 @@ func withProbes(o *PolicyOptions) {
 
 func TestPolicyUnreachableGatewayRolledBack(t *testing.T) {
 	n := probeNode(t, "pol-gw")
-	n.start(t, withProbes)
+	m := newTestMetrics(t)
+	n.start(t, func(o *PolicyOptions) { withProbes(o); o.Metrics = m.Handler })
 	before := n.show(t)
 	p := n.createPolicy(t, "pol-gw", `routes:
   config:
@@ -106,6 +107,33 @@ func TestPolicyUnreachableGatewayRolledBack(t *testing.T) {
 	}
 	if n.applies.Load() != 1 {
 		t.Errorf("%d applies, want 1", n.applies.Load())
+	}
+	m.wantRollback(t, n.name, "ping")
+	ev := waitWarning(t, n.c, e.Name, "RolledBack")
+	if want := "generation 1 rolled back (the ping probe failed after the apply): the previous network state is restored"; ev.Note != want || ev.Regarding.Kind != "NodeNetworkConfigurationEnactment" {
+		t.Errorf("event about %s %s: %q, want %q", ev.Regarding.Kind, ev.Regarding.Name, ev.Note, want)
+	}
+}
+
+// wantRollback checks the metrics of one apply rolled back after probe
+// failed.
+func (m testMetrics) wantRollback(t *testing.T, node, probe string) {
+	t.Helper()
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"knmstate_handler_apply_duration_seconds", []string{"node", node, "result", "rolled_back"}, 1},
+		{"knmstate_handler_apply_duration_seconds", []string{"node", node}, 1},
+		{"knmstate_handler_rollbacks_total", []string{"node", node, "reason", "probe"}, 1},
+		{"knmstate_handler_rollbacks_total", []string{"node", node}, 1},
+		{"knmstate_handler_probe_failures_total", []string{"node", node, "probe", probe}, 1},
+		{"knmstate_handler_probe_failures_total", []string{"node", node}, 1},
+	} {
+		if got := m.value(t, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
 	}
 }
 
@@ -137,7 +165,8 @@ func TestPolicyBrokenRouteInOtherTableKept(t *testing.T) {
 
 func TestPolicyWrongNameServerRolledBack(t *testing.T) {
 	n := probeNode(t, "pol-dns")
-	n.start(t, withProbes)
+	m := newTestMetrics(t)
+	n.start(t, func(o *PolicyOptions) { withProbes(o); o.Metrics = m.Handler })
 	before := n.show(t)
 	if before.DNSResolver == nil || before.DNSResolver.Running == nil || len(before.DNSResolver.Running.Server) == 0 {
 		t.Fatalf("setup: no name servers reported: %+v", before.DNSResolver)
@@ -153,6 +182,7 @@ func TestPolicyWrongNameServerRolledBack(t *testing.T) {
 	if msg := condition(e, shared.NodeNetworkConfigurationEnactmentConditionFailing).Message; !strings.Contains(msg, "probe dns") {
 		t.Errorf("Failing message %q, want the dns probe", msg)
 	}
+	m.wantRollback(t, n.name, "dns")
 	after := n.show(t)
 	if diff := cmp.Diff(before.DNSResolver.Running.Server, after.DNSResolver.Running.Server, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("name servers after rollback (-before +after):\n%s", diff)

@@ -91,6 +91,7 @@ func PolicyOptionsFor(o Options, s PolicySettings, b PolicyBackend, api *rest.Co
 		RetryMaxBackoff: s.RetryMaxBackoff,
 		Labels:          o.Labels,
 		Log:             o.Log,
+		Metrics:         o.Instruments,
 
 		NoDefaultBridgeVLANs: s.NoDefaultBridgeVLANs,
 		Probes: probe.Options{

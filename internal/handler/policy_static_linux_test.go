@@ -21,7 +21,9 @@ func TestPolicyStaticAddressLifecycle(t *testing.T) {
 	peer := nstest.New(t)
 	nstest.Veth(t, ns, "eth1", peer, "eth1p")
 	n := newPolNode(t, "pol-static", ns.Path, map[string]string{"pol-static": "yes"})
-	stop1 := n.start(t, nil)
+	m := newTestMetrics(t)
+	withMetrics := func(o *PolicyOptions) { o.Metrics = m.Handler }
+	stop1 := n.start(t, withMetrics)
 
 	// Count the API writes to the enactment (one watch event each).
 	// From resourceVersion 0, not "now" (see watchNNS).
@@ -118,7 +120,7 @@ func TestPolicyStaticAddressLifecycle(t *testing.T) {
 
 	// A restarted handler finds the policy applied: no apply, no write.
 	stop1()
-	stop2 := n.start(t, nil)
+	stop2 := n.start(t, withMetrics)
 	// The node's labels change too: every policy is reconciled again.
 	node := &corev1.Node{}
 	if err := n.c.Get(context.Background(), client.ObjectKey{Name: n.name}, node); err != nil {
@@ -145,6 +147,22 @@ func TestPolicyStaticAddressLifecycle(t *testing.T) {
 		t.Errorf("writes to the enactment (-want +got):\n%s", diff)
 	}
 	t.Logf("API writes to the enactment for one apply: %d (%v)", len(writes), writes)
+	// The metrics say the same: one successful apply; status writes:
+	// Pending, Progressing, Available, and pol-static-z's Pending.
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"knmstate_handler_apply_duration_seconds", []string{"node", n.name, "result", "success"}, 1},
+		{"knmstate_handler_apply_duration_seconds", []string{"node", n.name}, 1},
+		{"knmstate_handler_enactment_status_writes_total", []string{"node", n.name}, 4},
+		{"knmstate_handler_rollbacks_total", nil, 0},
+	} {
+		if got := m.value(t, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
 }
 
 type enactmentList = nmstatev1beta1.NodeNetworkConfigurationEnactmentList

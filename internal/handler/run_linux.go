@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -14,8 +15,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
 )
 
@@ -83,6 +87,19 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("handler %s: API client: %w", opts.Node, err)
 	}
+	if opts.Instruments == nil {
+		if opts.Instruments, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
+			return fmt.Errorf("handler %s: %w", opts.Node, err)
+		}
+	}
+	metricsDone, err := serveMetrics(ctx, opts, cfg, httpClient, log)
+	if err != nil {
+		return fmt.Errorf("handler %s: %w", opts.Node, err)
+	}
+	defer func() {
+		cancel()
+		<-metricsDone
+	}()
 	// The cache only watches this node's NodeNetworkState (deletions and
 	// other writers' changes); writes and the Node lookup go direct.
 	informers, err := cache.New(cfg, cache.Options{
@@ -112,6 +129,7 @@ func run(ctx context.Context, opts Options) error {
 		log:      log,
 		now:      time.Now,
 		eventc:   make(chan struct{}, 1),
+		metrics:  opts.Instruments,
 	}
 	if opts.ReadyFile != "" {
 		r.alive = func() {
@@ -165,6 +183,30 @@ func run(ctx context.Context, opts Options) error {
 		err = fmt.Errorf("handler %s: API cache: %w", opts.Node, cerr)
 	}
 	return err
+}
+
+// serveMetrics starts the metrics endpoint, when enabled, until ctx ends;
+// the channel is closed once it has stopped. An endpoint that cannot
+// listen (the port is taken on the node) is logged, not fatal: the node's
+// network matters more than its metrics, and the scrape target shows as
+// down.
+func serveMetrics(ctx context.Context, opts Options, cfg *rest.Config, hc *http.Client, log logr.Logger) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	if !opts.Metrics.Enabled() {
+		close(done)
+		return done, nil
+	}
+	srv, err := metricsserver.NewServer(opts.Metrics.Server(), cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("metrics endpoint: %w", err)
+	}
+	go func() {
+		defer close(done)
+		if err := srv.Start(ctx); err != nil {
+			log.Error(err, "metrics endpoint stopped", "address", opts.Metrics.BindAddress)
+		}
+	}()
+	return done, nil
 }
 
 // bridgeVLANFiltering asks the kernel whether linux bridges can filter

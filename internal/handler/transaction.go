@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/knmstate/knmstate/pkg/probe"
@@ -32,9 +33,40 @@ type transaction struct {
 	verifyRetries  int
 	verifyInterval time.Duration
 	log            logr.Logger
+	// node and metrics: the apply, rollback and probe failure metrics.
+	node    string
+	metrics *metrics.Handler
 	// onApply, when set, is called right before each apply (tests count
 	// applies with it).
 	onApply func()
+}
+
+// txOutcome is how a transaction ended: the metrics' result and, when it
+// was rolled back (or tried to be), why.
+type txOutcome struct {
+	result metrics.ApplyResult
+	// reason is set when the transaction rolled back (or tried to).
+	reason metrics.RollbackReason
+	// probe names the probe that failed (reason probe).
+	probe string
+}
+
+// applyErrorOutcome classifies an error of apply.Apply: a *Failure
+// happened after the first change and was rolled back; anything else
+// failed before it.
+func applyErrorOutcome(err error) txOutcome {
+	var f *apply.Failure
+	if !errors.As(err, &f) {
+		return txOutcome{result: metrics.ApplyFailed}
+	}
+	o := txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackError}
+	if nmstate.KindOf(f.Err) == nmstate.Verification {
+		o.reason = metrics.RollbackVerification
+	}
+	if f.Rollback != nil {
+		o.result = metrics.ApplyRollbackFailed
+	}
+	return o
 }
 
 // checkpointTimeout is the automatic rollback deadline of an apply: twice
@@ -65,14 +97,29 @@ func (t *transaction) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("rolling back pending checkpoint %s: %w", id, err)
 	}
+	t.metrics.RolledBack(t.node, metrics.RollbackPendingCheckpoint)
 	t.log.Info("rolled back pending checkpoint", "checkpoint", id)
 	return nil
 }
 
-// run applies desired and keeps it only if the probes pass afterwards.
-func (t *transaction) run(ctx context.Context, desired *nmstate.State) error {
+// run applies desired and keeps it only if the probes pass afterwards,
+// and records how it went in the metrics.
+func (t *transaction) run(ctx context.Context, desired *nmstate.State) (txOutcome, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	start := time.Now()
+	o, err := t.transact(ctx, desired)
+	t.metrics.ObserveApply(t.node, o.result, time.Since(start))
+	if o.reason != "" {
+		t.metrics.RolledBack(t.node, o.reason)
+	}
+	if o.probe != "" {
+		t.metrics.ProbeFailed(t.node, o.probe)
+	}
+	return o, err
+}
+
+func (t *transaction) transact(ctx context.Context, desired *nmstate.State) (txOutcome, error) {
 	po := t.probes.WithDefaults()
 	var selected []probe.Probe
 	if !t.noProbes {
@@ -84,6 +131,7 @@ func (t *transaction) run(ctx context.Context, desired *nmstate.State) error {
 	// A checkpoint nobody committed (an interrupted run of nmstatectl or of
 	// this handler) is discarded first, as upstream does.
 	if id, err := apply.RollbackWithOptions(ctx, t.backend, t.stateDir, t.rollbackOptions()); err == nil {
+		t.metrics.RolledBack(t.node, metrics.RollbackPendingCheckpoint)
 		t.log.Info("rolled back a pending checkpoint before applying", "checkpoint", id)
 	} else if !errors.Is(err, apply.ErrNoCheckpoint) {
 		t.log.Error(err, "rolling back a pending checkpoint before applying", "checkpoint", id)
@@ -107,28 +155,35 @@ func (t *transaction) run(ctx context.Context, desired *nmstate.State) error {
 		VerifyInterval: t.verifyInterval,
 	})
 	if err != nil {
-		return err
+		return applyErrorOutcome(err), err
 	}
+	success := txOutcome{result: metrics.ApplySuccess}
 	if res.Checkpoint == "" {
-		return nil // nothing to apply
+		return success, nil // nothing to apply
 	}
 	if err := probe.Run(ctx, selected, po.Interval); err != nil {
+		o := txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackProbe}
+		var pf *probe.Failure
+		if errors.As(err, &pf) {
+			o.probe = pf.Probe
+		}
 		// The rollback must happen even when ctx ended meanwhile.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		_, rbErr := apply.RollbackWithOptions(rctx, t.backend, t.stateDir, t.rollbackOptions())
 		if rbErr != nil {
-			return fmt.Errorf("rolling back desired state configuration: %w (rollback failed: %w)", err, rbErr)
+			o.result = metrics.ApplyRollbackFailed
+			return o, fmt.Errorf("rolling back desired state configuration: %w (rollback failed: %w)", err, rbErr)
 		}
 		// Let the node settle before the next attempt; the outcome only
 		// goes to the log.
 		if serr := probe.Run(rctx, selected, po.Interval); serr != nil {
 			t.log.Info("probes still failing after rollback", "error", serr.Error())
 		}
-		return fmt.Errorf("rolling back desired state configuration: %w", err)
+		return o, fmt.Errorf("rolling back desired state configuration: %w", err)
 	}
 	if _, err := apply.Commit(ctx, t.stateDir); err != nil {
-		return fmt.Errorf("committing checkpoint %s: %w", res.Checkpoint, err)
+		return txOutcome{result: metrics.ApplyFailed}, fmt.Errorf("committing checkpoint %s: %w", res.Checkpoint, err)
 	}
-	return nil
+	return success, nil
 }

@@ -65,6 +65,9 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	}
 	if opts.Kubelet {
 		args = append(args, "--kubelet", "--kube-bin-dir", opts.KubeBinDir, "--images", opts.Images, "--install", opts.Install)
+		for _, d := range opts.MoreImages {
+			args = append(args, "--more-images", d)
+		}
 	}
 	cmd := exec.Command(opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log

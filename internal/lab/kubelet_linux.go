@@ -626,13 +626,26 @@ func waitNMStateAvailable(ctx context.Context, dyn dynamic.Interface, name strin
 // references by digest.
 func (k *kubeletLab) serveImages(ctx context.Context, teardown *[]func()) (map[string]string, error) {
 	o := k.s.opts
-	var recs []image.Record
+	type imageIn struct {
+		rec image.Record
+		dir string
+		key string // the name in the result
+	}
+	var ins []imageIn
 	for _, name := range []string{"knmstate", "pause"} {
 		rec, err := image.ReadRecord(o.Images, name)
 		if err != nil {
 			return nil, fmt.Errorf("kubelet mode needs the images of `make images` in %s: %w", o.Images, err)
 		}
-		recs = append(recs, rec)
+		ins = append(ins, imageIn{rec, o.Images, name})
+	}
+	// More versions of knmstate's image (upgrade tests), served too.
+	for _, dir := range o.MoreImages {
+		rec, err := image.ReadRecord(dir, "knmstate")
+		if err != nil {
+			return nil, fmt.Errorf("more images: %w", err)
+		}
+		ins = append(ins, imageIn{rec, dir, "knmstate:" + rec.Tag})
 	}
 	var l net.Listener
 	addr := net.JoinHostPort(k.sw.Options.Gateway4.Addr().String(), fmt.Sprint(registryPort))
@@ -658,15 +671,16 @@ func (k *kubeletLab) serveImages(ctx context.Context, teardown *[]func()) (map[s
 	}()
 	*teardown = append(*teardown, func() { rcancel(); <-done; logf.Close() })
 	out := map[string]string{}
-	for _, rec := range recs {
-		digest, err := registry.Push(ctx, filepath.Join(o.Images, rec.Layout), addr, rec.Name+":"+rec.Tag, k.env.Config.Dial)
+	for _, in := range ins {
+		rec := in.rec
+		digest, err := registry.Push(ctx, filepath.Join(in.dir, rec.Layout), addr, rec.Name+":"+rec.Tag, k.env.Config.Dial)
 		if err != nil {
 			return nil, err
 		}
 		if digest.String() != rec.Digest {
 			return nil, fmt.Errorf("image %s: the registry has %s, the layout's record says %s", rec.Name, digest, rec.Digest)
 		}
-		out[rec.Name] = imageRef(rec.Name, rec.Digest)
+		out[in.key] = imageRef(rec.Name, rec.Digest)
 	}
 	return out, nil
 }

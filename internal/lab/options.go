@@ -67,6 +67,10 @@ type Options struct {
 	// (deploy/knmstate: handler and controller, no operator; the default),
 	// InstallOperator (the operator bundle and an NMState) or InstallNone.
 	Install string
+	// MoreImages are more directories of images (`make images` output of
+	// other versions: upgrade tests); their knmstate image is served as
+	// knmstate:TAG too (State.Images["knmstate:TAG"]).
+	MoreImages []string
 	// Images is the directory of the OCI image layouts `make images`
 	// writes (kubelet mode); default images/ next to Binary, else the
 	// repository's bin/images.
@@ -153,6 +157,13 @@ func (o Options) withDefaults() (Options, error) {
 			} else if root, err := testenv.FindRepoRoot(); err == nil {
 				o.Images = filepath.Join(root, "bin", "images")
 			}
+		}
+		for i, dir := range o.MoreImages {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("more-images: %w", err))
+			}
+			o.MoreImages[i] = abs
 		}
 		for name, dir := range map[string]string{"kube-bin-dir": o.KubeBinDir, "images": o.Images} {
 			if dir == "" {

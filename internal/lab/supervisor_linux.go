@@ -30,6 +30,10 @@ import (
 // apiName is the API server's name in the lab's DNS zone.
 const apiName = "api"
 
+// ControllerMetricsAddress is where the controller of a lab in process
+// mode serves its metrics (plain HTTP), inside the switch namespace.
+const ControllerMetricsAddress = "127.0.0.1:8089"
+
 // apiHost is the API server's fully qualified name in the lab's DNS.
 const apiHost = apiName + ".lab.example"
 
@@ -242,6 +246,8 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 		}
 		if o.Kubelet {
 			topts.Kubelets, topts.ServiceCIDR = true, serviceCIDR
+			// Nothing of knmstate: its bundle brings the CRDs.
+			topts.SkipInstall = o.Install == InstallNone
 		}
 		e, err := testenv.Start(ctx, topts)
 		if err == nil {
@@ -521,8 +527,11 @@ func (s *supervisor) startComponents(env *testenv.Env, sw *labnet.Switch, nodes 
 	if err := testenv.WriteKubeconfig(kc, cfg); err != nil {
 		return err
 	}
+	// Its metrics on the switch namespace's loopback (docs/metrics.md):
+	// `ip netns exec SWITCH curl 127.0.0.1:8089/metrics`.
 	start(&proc{name: "controller", where: "switch netns " + sw.NS.Name, bin: o.Binary,
-		args: []string{"controller", "--kubeconfig", kc}, logPath: filepath.Join(o.Dir, "controller.log"), spawner: s.swSpawner})
+		args:    []string{"controller", "--kubeconfig", kc, "--metrics-bind-address=" + ControllerMetricsAddress, "--metrics-secure=false"},
+		logPath: filepath.Join(o.Dir, "controller.log"), spawner: s.swSpawner})
 	return nil
 }
 

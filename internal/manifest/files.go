@@ -20,6 +20,7 @@ func Files() (map[string][]byte, error) {
 		"deploy/rbac/handler.yaml":                     HandlerRBAC(p),
 		"deploy/rbac/controller.yaml":                  ControllerRBAC(p),
 		"deploy/rbac/reader.yaml":                      Reader(p),
+		"deploy/rbac/metrics.yaml":                     MetricsRBAC(p),
 		"deploy/rbac/permit-guard.yaml":                PermitGuard(p),
 		"deploy/admission/nncp-validation-policy.yaml": PolicyValidation(p),
 		"deploy/admission/node-scope.yaml":             NodeScope(p),

@@ -18,6 +18,9 @@ const (
 	HandlerLockPrefix    = "knmstate-"
 )
 
+// handlerMetricsPort is the handler's metrics port on its node.
+const handlerMetricsPort = 9894
+
 // Paths inside the handler's container.
 const (
 	handlerStateDir   = "/var/lib/knmstate"
@@ -118,6 +121,9 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 		// node's Lease in kube-node-lease.
 		"--node-lock-namespace=" + HandlerLockNamespace,
 		"--node-lock-identity=$(POD_NAME)",
+		// Its own metrics (docs/metrics.md), HTTPS with a reader's token,
+		// on the node's network: a port the node agents leave free.
+		"--metrics-bind-address=:" + itoa(handlerMetricsPort),
 	}
 	if p.debug() {
 		args = append(args, "-v=1")
@@ -159,6 +165,7 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 						},
 						SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+						Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: handlerMetricsPort}},
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 							corev1.ResourceCPU:    resource.MustParse("10m"),
 							corev1.ResourceMemory: resource.MustParse("40Mi"),

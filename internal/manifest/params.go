@@ -61,7 +61,13 @@ type Params struct {
 	// OperatorResources are the operator container's; default requests of
 	// 10m CPU and 40Mi memory.
 	OperatorResources *corev1.ResourceRequirements
+	// WebhookAnnotations are set on the webhook configurations
+	// (cert-manager's CA injection when it issues the certificates).
+	WebhookAnnotations map[string]string
 }
+
+// WithDefaults returns p with every unset field at its default.
+func (p Params) WithDefaults() Params { return p.withDefaults() }
 
 func (p Params) withDefaults() Params {
 	if p.Namespace == "" {

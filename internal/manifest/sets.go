@@ -19,20 +19,22 @@ import (
 )
 
 // Operands are what the operator creates for an NMState, in apply order:
-// identities, admission policies, network policies, Services, then the
-// workloads. The webhook configurations (their CA bundle is the
-// certificate manager's) come from the caller.
+// identities, admission policies, network policies, Services, the webhook
+// configurations (their CA bundle is the certificate manager's), then the
+// workloads.
 func Operands(p Params) []client.Object {
 	var objs []client.Object
 	objs = append(objs, HandlerRBAC(p)...)
 	objs = append(objs, ControllerRBAC(p)...)
 	objs = append(objs, WebhookRBAC(p)...)
 	objs = append(objs, Reader(p)...)
+	objs = append(objs, MetricsRBAC(p)...)
 	objs = append(objs, PolicyValidation(p)...)
 	objs = append(objs, PermitGuard(p)...)
 	objs = append(objs, NodeScope(p)...)
 	objs = append(objs, NetworkPolicies(p)...)
 	objs = append(objs, WebhookService(p), MetricsService(p), WebhookPDB(p))
+	objs = append(objs, WebhookConfigurations(p)...)
 	objs = append(objs, WebhookDeployment(p), ControllerDeployment(p), HandlerDaemonSet(p))
 	return objs
 }
@@ -46,6 +48,7 @@ func Standalone(p Params) []client.Object {
 	objs = append(objs, HandlerRBAC(p)...)
 	objs = append(objs, ControllerRBAC(p)...)
 	objs = append(objs, Reader(p)...)
+	objs = append(objs, MetricsRBAC(p)...)
 	objs = append(objs, PermitGuard(p)...)
 	objs = append(objs, NodeScope(p)...)
 	objs = append(objs, ControllerDeployment(p), HandlerDaemonSet(p))

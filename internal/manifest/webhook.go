@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/knmstate/knmstate/internal/webhook"
 )
 
 // Names of the webhook's certificate Secrets (the operator's certificate
@@ -119,6 +121,29 @@ func WebhookPDB(p Params) *policyv1.PodDisruptionBudget {
 		ObjectMeta: p.meta(WebhookName, ComponentWebhook),
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: selector(ComponentWebhook)},
 	}
+}
+
+// WebhookConfigurations are the validating (the engine's decoding and
+// validation of a policy, failurePolicy Fail) and mutating (upstream's
+// three mutations, failurePolicy Ignore) webhook configurations, reaching
+// the webhook's Service. They carry no CA bundle: the certificate manager
+// injects it, and applying them by server-side apply without the field
+// leaves it the manager's.
+func WebhookConfigurations(p Params) []client.Object {
+	p = p.withDefaults()
+	e := webhook.Endpoint{ServiceNamespace: p.Namespace, ServiceName: WebhookName, Annotations: p.WebhookAnnotations}
+	v, m := webhook.ValidatingConfiguration(e), webhook.MutatingConfiguration(e)
+	for _, o := range []client.Object{v, m} {
+		l := o.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		for k, val := range p.labels(ComponentWebhook) {
+			l[k] = val
+		}
+		o.SetLabels(l)
+	}
+	return []client.Object{v, m}
 }
 
 // MetricsService exposes the controller's metrics (upstream's metric

@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/manifest"
+	"github.com/knmstate/knmstate/internal/metrics"
 )
 
 // Options configure the operator.
@@ -46,13 +48,8 @@ type Options struct {
 	MetricsBindAddress, HealthProbeBindAddress string
 	// Logger receives the operator's logs; default discards.
 	Logger logr.Logger
-	// Extra renders objects beyond manifest.Operands (the webhook
-	// configurations with their CA bundle); nil: none.
-	Extra func(ctx context.Context, p manifest.Params) ([]client.Object, error)
-	// Active is called with the NMState that counts after every change
-	// (nil when none is left): the certificate manager runs only while
-	// one exists. nil: nothing to tell.
-	Active func(ctx context.Context, nm *nmstatev1.NMState)
+	// NoCertificates runs no certificate manager (tests of the rest).
+	NoCertificates bool
 }
 
 func (o *Options) defaults() {
@@ -67,9 +64,6 @@ func (o *Options) defaults() {
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()
-	}
-	if o.Active == nil {
-		o.Active = func(context.Context, *nmstatev1.NMState) {}
 	}
 }
 
@@ -96,17 +90,20 @@ func Scheme() (*runtime.Scheme, error) {
 }
 
 // NewManager builds the operator's manager: one controller watching
-// NMStates and the workloads it owns. Run is NewManager plus Start.
-func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+// NMStates and the workloads it owns. Run is NewManager plus Start; stop
+// (never nil) ends what the controller started beside the manager (the
+// certificate manager) once the manager is done.
+func NewManager(cfg *rest.Config, opts Options) (mgr manager.Manager, stop func(), err error) {
+	stop = func() {}
 	opts.defaults()
 	if err := opts.Validate(); err != nil {
-		return nil, err
+		return nil, stop, err
 	}
 	scheme, err := Scheme()
 	if err != nil {
-		return nil, err
+		return nil, stop, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err = ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  opts.Logger,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
@@ -122,19 +119,28 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("operator manager: %w", err)
+		return nil, stop, fmt.Errorf("operator manager: %w", err)
 	}
 	if opts.HealthProbeBindAddress != "0" {
 		ping := func(*http.Request) error { return nil }
 		if err := mgr.AddHealthzCheck("ping", ping); err != nil {
-			return nil, err
+			return nil, stop, err
 		}
 		if err := mgr.AddReadyzCheck("ping", ping); err != nil {
-			return nil, err
+			return nil, stop, err
 		}
 	}
-	r := &reconciler{client: mgr.GetClient(), scheme: scheme, opts: opts, log: opts.Logger.WithName("nmstate"),
-		extra: opts.Extra, active: opts.Active, now: time.Now}
+	m, err := metrics.NewOperator(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, stop, fmt.Errorf("operator metrics: %w", err)
+	}
+	r := &reconciler{client: mgr.GetClient(), scheme: scheme, opts: opts, log: opts.Logger.WithName("nmstate"), now: time.Now, metrics: m}
+	if !opts.NoCertificates {
+		if r.certs, err = newCertControl(cfg, opts.Namespace, opts.Logger.WithName("certificates")); err != nil {
+			return nil, stop, err
+		}
+		stop = r.certs.stop
+	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("nmstate").
 		For(&nmstatev1.NMState{}, builder.WithPredicates()).
@@ -142,14 +148,15 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Owns(&appsv1.DaemonSet{}).
 		Complete(r)
 	if err != nil {
-		return nil, fmt.Errorf("operator controller: %w", err)
+		return nil, stop, fmt.Errorf("operator controller: %w", err)
 	}
-	return mgr, nil
+	return mgr, stop, nil
 }
 
 // Run runs the operator until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
-	mgr, err := NewManager(cfg, opts)
+	mgr, stop, err := NewManager(cfg, opts)
+	defer stop()
 	if err != nil {
 		return err
 	}

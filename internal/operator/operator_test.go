@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
@@ -46,7 +47,8 @@ func startOperator(t *testing.T, opts Options) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := NewManager(env.Config, opts)
+	mgr, stop, err := NewManager(env.Config, opts)
+	t.Cleanup(stop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,6 +191,23 @@ func TestOperatorDeploysOperandsOfTheFirstNMState(t *testing.T) {
 		args := ds.Spec.Template.Spec.Containers[0].Args
 		return !slices.Contains(args, "-v=1") && slices.Contains(args, "--probe-dns-host=probe.example"), strings.Join(args, " ")
 	})
+
+	// Every reconcile is counted and timed (docs/metrics.md).
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reconciles float64
+	for _, mf := range mfs {
+		if mf.GetName() == "knmstate_operator_reconciles_total" {
+			for _, m := range mf.GetMetric() {
+				reconciles += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if reconciles < 3 {
+		t.Errorf("knmstate_operator_reconciles_total = %v, want at least the three changes' reconciles", reconciles)
+	}
 }
 
 func errString(err error) string {

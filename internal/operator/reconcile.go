@@ -20,6 +20,7 @@ import (
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/internal/manifest"
+	"github.com/knmstate/knmstate/internal/metrics"
 )
 
 // fieldOwner is the operator's name in server-side apply.
@@ -31,16 +32,22 @@ type reconciler struct {
 	scheme *runtime.Scheme
 	opts   Options
 	log    logr.Logger
-	// extra renders the objects that depend on more than the NMState
-	// (the webhook configurations with their CA bundle).
-	extra func(ctx context.Context, p manifest.Params) ([]client.Object, error)
-	// active is told whether an NMState exists (the certificate manager
-	// runs only then).
-	active func(ctx context.Context, nm *nmstatev1.NMState)
-	now    func() time.Time
+	// certs runs the webhook's certificate manager while an NMState
+	// exists; nil: none (tests of the rest).
+	certs *certControl
+	now   func() time.Time
+	// metrics counts reconciles and their duration (nil: not counted).
+	metrics *metrics.Operator
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	res, err := r.reconcile(ctx, req)
+	r.metrics.ObserveReconcile(time.Since(start), err)
+	return res, err
+}
+
+func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := r.log.WithValues("nmstate", req.Name)
 	var nm nmstatev1.NMState
 	if err := r.client.Get(ctx, req.NamespacedName, &nm); err != nil {
@@ -67,8 +74,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
-	r.active(ctx, &nm)
-	applyErr := r.apply(ctx, &nm)
+	var applyErr error
+	if r.certs != nil {
+		applyErr = r.certs.sync(ctx, &nm)
+	}
+	if applyErr == nil {
+		applyErr = r.apply(ctx, &nm)
+	}
 	if applyErr != nil {
 		log.Error(applyErr, "deploying the operands")
 	}
@@ -81,8 +93,10 @@ func (r *reconciler) activeNMState(ctx context.Context) error {
 	if err := r.client.List(ctx, &list); err != nil {
 		return err
 	}
-	r.active(ctx, oldestNMState(list.Items))
-	return nil
+	if r.certs == nil {
+		return nil
+	}
+	return r.certs.sync(ctx, oldestNMState(list.Items))
 }
 
 // oldestNMState is the first-created NMState not being deleted (by name
@@ -108,31 +122,35 @@ func oldestNMState(items []nmstatev1.NMState) *nmstatev1.NMState {
 }
 
 // params are the manifest inputs for an NMState.
-func (r *reconciler) params(nm *nmstatev1.NMState) manifest.Params {
-	return manifest.Params{
-		Namespace:       r.opts.Namespace,
-		Image:           r.opts.Image,
-		ImagePullPolicy: r.opts.ImagePullPolicy,
-		Version:         r.opts.Version,
-		ManagedBy:       fieldOwner,
-		Spec:            nm.Spec,
-		HandlerArgs:     r.opts.HandlerArgs,
+func (r *reconciler) params(nm *nmstatev1.NMState) (manifest.Params, error) {
+	var annotations map[string]string
+	if r.certs != nil {
+		var err error
+		if annotations, err = r.certs.webhookAnnotations(nm); err != nil {
+			return manifest.Params{}, err
+		}
 	}
+	return manifest.Params{
+		Namespace:          r.opts.Namespace,
+		Image:              r.opts.Image,
+		ImagePullPolicy:    r.opts.ImagePullPolicy,
+		Version:            r.opts.Version,
+		ManagedBy:          fieldOwner,
+		Spec:               nm.Spec,
+		HandlerArgs:        r.opts.HandlerArgs,
+		WebhookAnnotations: annotations,
+	}, nil
 }
 
 // apply server-side applies the namespace (never owned: it outlives the
 // NMState, as upstream's does) and every operand, owned by the NMState so
 // that deleting it removes them.
 func (r *reconciler) apply(ctx context.Context, nm *nmstatev1.NMState) error {
-	p := r.params(nm)
-	objs := manifest.Operands(p)
-	if r.extra != nil {
-		more, err := r.extra(ctx, p)
-		if err != nil {
-			return err
-		}
-		objs = append(objs, more...)
+	p, err := r.params(nm)
+	if err != nil {
+		return err
 	}
+	objs := manifest.Operands(p)
 	if err := manifest.WithKinds(r.scheme, objs); err != nil {
 		return err
 	}
@@ -179,7 +197,7 @@ func (r *reconciler) applyOne(ctx context.Context, o client.Object) error {
 // writeStatus computes the NMState's conditions from its workloads and
 // writes them when they changed.
 func (r *reconciler) writeStatus(ctx context.Context, nm *nmstatev1.NMState, applyErr error) error {
-	p := r.params(nm)
+	p := manifest.Params{Namespace: r.opts.Namespace}.WithDefaults()
 	var deps []*appsv1.Deployment
 	var dss []*appsv1.DaemonSet
 	var missing []string

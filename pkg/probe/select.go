@@ -62,12 +62,23 @@ func attemptTimeout(interval time.Duration) time.Duration {
 	return max(3*time.Second, interval)
 }
 
+// Failure is the error of a probe that did not pass: which probe, and its
+// last attempt's error.
+type Failure struct {
+	Probe string
+	Err   error
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("probe %s: %v", f.Probe, f.Err) }
+
+func (f *Failure) Unwrap() error { return f.Err }
+
 // Run runs the probes one after the other; it stops at the first that does
-// not pass within its timeout.
+// not pass within its timeout, with a *Failure.
 func Run(ctx context.Context, probes []Probe, interval time.Duration) error {
 	for _, p := range probes {
 		if err := Poll(ctx, p.Timeout, interval, p.Attempt); err != nil {
-			return fmt.Errorf("probe %s: %w", p.Name, err)
+			return &Failure{Probe: p.Name, Err: err}
 		}
 	}
 	return nil

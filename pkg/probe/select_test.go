@@ -117,6 +117,10 @@ func TestRunStopsAtFirstFailure(t *testing.T) {
 	if err == nil || err.Error() != "probe b: x" {
 		t.Errorf("Run = %v, want probe b: x", err)
 	}
+	var f *Failure
+	if !errors.As(err, &f) || f.Probe != "b" {
+		t.Errorf("Run = %#v, want a *Failure of probe b", err)
+	}
 	if diff := cmp.Diff([]string{"a", "b"}, ran); diff != "" {
 		t.Errorf("ran (-want +got):\n%s", diff)
 	}

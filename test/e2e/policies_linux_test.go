@@ -223,6 +223,21 @@ func TestRollback(t *testing.T) {
 			t.Errorf("Failing message lacks %q: %q", want, msg)
 		}
 	}
+	// The handler's events: upstream's ReconcileFailed on the policy
+	// (one attempt: handlerArgs), RolledBack on the enactment.
+	eventually(t, 30*time.Second, "the rollback's events", func() string {
+		out := kubectl(t, "-n", "default", "get", "events", "-o",
+			`jsonpath={range .items[*]}{.involvedObject.kind}/{.involvedObject.name} {.type} {.reason}: {.message}{"\n"}{end}`)
+		for _, want := range []string{
+			`NodeNetworkConfigurationPolicy/break-gateway Warning ReconcileFailed: reconciliation of enactment "node02.break-gateway" has failed after 1 retries`,
+			`NodeNetworkConfigurationEnactment/node02.break-gateway Warning RolledBack: generation 1 rolled back (the ping probe failed after the apply): the previous network state is restored`,
+		} {
+			if !strings.Contains(out, want) {
+				return "no event " + want + " in:\n" + out
+			}
+		}
+		return ""
+	})
 	if after := nodeExec(t, node, "ip", "-4", "route", "show", "default"); after != before {
 		t.Errorf("default routes after the rollback:\n%s\nwant as before:\n%s", after, before)
 	}

@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knmstate/knmstate/internal/handler"
+	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/metrics/metricstest"
+)
+
+// metricFamilies is one scrape.
+type metricFamilies = metricstest.Families
+
+// controllerScraper returns a function that scrapes the metrics of the
+// controller replica that leads, as Prometheus in the cluster would.
+//
+// Process mode: the controller serves plain HTTP on the switch namespace's
+// loopback (lab.ControllerMetricsAddress). Kubelet mode: the leader pod
+// serves HTTPS on the pod network (port 8089, self-signed, a
+// ServiceAccount token bound to knmstate-metrics-reader), reached from
+// node01 as a node's Prometheus would.
+func controllerScraper(t *testing.T) func() (metricFamilies, error) {
+	t.Helper()
+	if !c.kubelet {
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			DialContext: (&handler.NetNSDialer{Path: "/run/netns/" + c.state.SwitchNS}).DialContext,
+		}}
+		return func() (metricFamilies, error) {
+			return metricstest.Get(hc, "http://"+lab.ControllerMetricsAddress+"/metrics", "")
+		}
+	}
+	kubectlIn(t, `apiVersion: v1
+kind: ServiceAccount
+metadata: {name: e2e-prometheus, namespace: nmstate}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: e2e-prometheus}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: knmstate-metrics-reader}
+subjects: [{kind: ServiceAccount, name: e2e-prometheus, namespace: nmstate}]
+`, "apply", "-f", "-")
+	t.Cleanup(func() {
+		_, _ = kubectlErr(t, "delete", "clusterrolebinding", "e2e-prometheus")
+		_, _ = kubectlErr(t, "-n", "nmstate", "delete", "serviceaccount", "e2e-prometheus")
+	})
+	token := kubectl(t, "-n", "nmstate", "create", "token", "e2e-prometheus")
+	var node01 string
+	for _, n := range c.state.Nodes {
+		if n.Name == "node01" {
+			node01 = n.NetNS
+		}
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext:     (&handler.NetNSDialer{Path: node01}).DialContext,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the endpoint's certificate is self-signed
+	}}
+	return func() (metricFamilies, error) {
+		holder, err := kubectlErr(t, "-n", "nmstate", "get", "lease", "knmstate-controller", "-o", "jsonpath={.spec.holderIdentity}")
+		if err != nil {
+			return nil, err
+		}
+		pod, _, _ := strings.Cut(holder, "_")
+		ip, err := kubectlErr(t, "-n", "nmstate", "get", "pod", pod, "-o", "jsonpath={.status.podIP}")
+		if err != nil {
+			return nil, err
+		}
+		return metricstest.Get(hc, "https://"+ip+":8089/metrics", token)
+	}
+}
+
+// TestMetrics is kubernetes-nmstate's metrics e2e on the lab: a policy
+// adds a linux bridge and a static route on every node; the leader's
+// interface, route, policy and enactment gauges go up by what the handlers
+// report, and back once the configuration is removed and the policies
+// deleted.
+func TestMetrics(t *testing.T) {
+	requirePolicies(t)
+	scrape := controllerScraper(t)
+	var base metricFamilies
+	eventually(t, time.Minute, "the controller's gauges", func() string {
+		m, err := scrape()
+		switch {
+		case err != nil:
+			return err.Error()
+		case m["kubernetes_nmstate_policies_status"] == nil:
+			return "no kubernetes_nmstate_policies_status"
+		}
+		base = m
+		return ""
+	})
+	bridges := map[string]string{"type": "linux-bridge"}
+	static := map[string]string{"ip_stack": "ipv4", "type": "static"}
+	available := map[string]string{"status": "Available"}
+	nodeAvailable := func(n string) map[string]string { return map[string]string{"node": n, "status": "Available"} }
+	type counts struct{ bridges, static, policies, node01, node02, node03 float64 }
+	read := func(m metricFamilies) counts {
+		return counts{
+			m.Sum("kubernetes_nmstate_network_interfaces", bridges),
+			m.Sum("kubernetes_nmstate_routes", static),
+			m.Sum("kubernetes_nmstate_policies_status", available),
+			m.Sum("kubernetes_nmstate_enactments_status", nodeAvailable("node01")),
+			m.Sum("kubernetes_nmstate_enactments_status", nodeAvailable("node02")),
+			m.Sum("kubernetes_nmstate_enactments_status", nodeAvailable("node03")),
+		}
+	}
+	before := read(base)
+	expect := func(what string, want counts) {
+		t.Helper()
+		eventually(t, time.Minute, what, func() string {
+			m, err := scrape()
+			if err != nil {
+				return err.Error()
+			}
+			if got := read(m); got != want {
+				return fmt.Sprintf("%+v, want %+v", got, want)
+			}
+			return ""
+		})
+	}
+
+	const policy, cleanup = "e2e-metrics", "e2e-metrics-cleanup"
+	begin := time.Now()
+	kubectlIn(t, policyYAML(policy, `
+interfaces:
+- {name: br-metrics, type: linux-bridge, state: up, ipv4: {enabled: false}, bridge: {options: {stp: {enabled: false}}, port: []}}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: eth0}
+`), "apply", "-f", "-")
+	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+		t.Fatal(err)
+	}
+	up := before
+	up.bridges += 3
+	up.static += 3
+	up.policies++
+	up.node01++
+	up.node02++
+	up.node03++
+	expect("a bridge and a static route per node, one more Available policy and enactment per node", up)
+	t.Logf("gauges up %v after the apply", time.Since(begin).Round(time.Millisecond))
+
+	kubectlIn(t, policyYAML(cleanup, `
+interfaces:
+- {name: br-metrics, type: linux-bridge, state: absent}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-interface: eth0, state: absent}
+`), "apply", "-f", "-")
+	if err := waitFor(t, cleanup, "Available", availableTimeout); err != nil {
+		t.Fatal(err)
+	}
+	deletePolicy(t, policy)
+	deletePolicy(t, cleanup)
+	expect("the gauges back where they were", before)
+	for _, n := range allNodes {
+		pristine(t, n)
+	}
+}
