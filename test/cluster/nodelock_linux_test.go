@@ -214,6 +214,17 @@ func secondHandlerPod(t *testing.T, c *cluster) {
 	second.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
 	second.Spec.Template.Labels = sel
 	second.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": lockNode}
+	// Its metrics on another port: on the host network the first one's
+	// port is taken, and the scheduler would not place the pod at all.
+	for i := range second.Spec.Template.Spec.Containers {
+		ctr := &second.Spec.Template.Spec.Containers[i]
+		ctr.Ports = nil
+		for j, a := range ctr.Args {
+			if strings.HasPrefix(a, "--metrics-bind-address=") {
+				ctr.Args[j] = "--metrics-bind-address=:19894"
+			}
+		}
+	}
 	pods := func(labels map[string]string) []corev1.Pod {
 		var l corev1.PodList
 		if err := c.c.List(context.Background(), &l, client.InNamespace(ds.Namespace), client.MatchingLabels(labels),
