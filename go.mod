@@ -3,6 +3,7 @@ module github.com/knmstate/knmstate
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0

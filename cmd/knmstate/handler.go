@@ -34,6 +34,9 @@ type handlerOptions struct {
 	readyFile       string
 	verbosity       int
 	policy          handler.PolicySettings
+	lockNamespace   string
+	lockIdentity    string
+	lockLease       time.Duration
 	metrics         scrape.Options
 }
 
@@ -69,7 +72,7 @@ dial from the handler process's own namespace.`,
 	f.StringVar(&o.netns, "netns", "", "the node's network namespace: a name under /run/netns or a path (default: this process's)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "", "the node's resolv.conf file (default: DNS not reported)")
 	f.StringVar(&o.utsNS, "uts-ns", "", "the node's UTS namespace, e.g. /proc/PID/ns/uts (default: hostname not reported)")
-	f.StringVar(&o.stateDir, "state-dir", "", "directory for the handler's checkpoint records (used by policy apply)")
+	f.StringVar(&o.stateDir, "state-dir", "/var/lib/knmstate", "directory for the handler's checkpoint records (used by policy apply); nmstatectl's default, so a checkpoint left by a manual `nmstatectl apply --no-commit` is seen (and rolled back) by the next policy apply")
 	f.StringVar(&o.runtimeStateDir, "runtime-state-dir", "", "state directory of the node runtime (nmstatectl service) that owns DHCP/autoconf; it then follows policy applies")
 	f.StringVar(&o.dialNetNS, "dial-netns", "", "network namespace API connections are dialed from (default: --netns)")
 	f.DurationVar(&o.resync, "resync", handler.DefaultResync, "safety resync period of the NodeNetworkState (writes nothing when unchanged)")
@@ -78,6 +81,9 @@ dial from the handler process's own namespace.`,
 	f.StringToStringVar(&o.labels, "nns-label", nil, "label put on the NodeNetworkState when it is created (key=value, repeatable)")
 	f.StringVar(&o.readyFile, "ready-file", "", "file created once the first NodeNetworkState is reported and touched every 30s (for `knmstate health` probes)")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity (1: every refresh decision)")
+	f.StringVar(&o.lockNamespace, "node-lock-namespace", "", "hold the node's lock, a Lease named after the node in this namespace, while running: a second handler for the node waits, not Ready (default: no lock)")
+	f.StringVar(&o.lockIdentity, "node-lock-identity", "", "this handler's name in the node lock (default: host name and process id)")
+	f.DurationVar(&o.lockLease, "node-lock-lease", handler.DefaultLockLeaseDuration, "node lock lease duration: a handler that stops without releasing the lock is replaced within it")
 	handler.BindPolicyFlags(f, &o.policy)
 	scrape.BindFlags(f, &o.metrics, true)
 	return cmd
@@ -117,6 +123,16 @@ func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, err
 		Log:             log,
 		Policy:          o.policy,
 		Metrics:         o.metrics,
+	}
+	if o.lockNamespace != "" {
+		id := o.lockIdentity
+		if id == "" {
+			host, _ := os.Hostname()
+			id = fmt.Sprintf("%s-%d", host, os.Getpid())
+		}
+		// Renewed well within the lease, retried a few times per lease.
+		opts.Lock = &handler.LockOptions{Namespace: o.lockNamespace, Identity: id,
+			LeaseDuration: o.lockLease, RenewDeadline: o.lockLease * 2 / 3, RetryPeriod: o.lockLease / 7}
 	}
 	if err := opts.Validate(); err != nil {
 		return handler.Options{}, err

@@ -147,8 +147,8 @@ func TestRBACHasNoWildcards(t *testing.T) {
 			}
 		}
 	}
-	if roles != 7 {
-		t.Errorf("%d roles in deploy/rbac, want 7 (controller, its leader election, handler, its events, the reader, metrics auth and metrics reader)", roles)
+	if roles != 8 {
+		t.Errorf("%d roles in deploy/rbac, want 8 (controller, its leader election, handler, its events, its node lock, the reader, metrics auth and metrics reader)", roles)
 	}
 }
 

@@ -85,6 +85,9 @@ type Options struct {
 	// Policy tunes the policy side (policy_run.go); it runs when StateDir
 	// is set and Policy.Disabled is false.
 	Policy PolicySettings
+	// Lock, when set, makes the handler hold its node's Lease while it
+	// runs (lock.go): one handler per node.
+	Lock *LockOptions
 	// Metrics is the handler's metrics endpoint; disabled by default (a
 	// hostNetwork pod listens on the node's addresses). docs/metrics.md.
 	Metrics scrape.Options
@@ -124,6 +127,14 @@ func (o *Options) Validate() error {
 		}
 		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("labels[%s]: %q: %s", k, v, msgs[0]))
+		}
+	}
+	if o.Lock != nil {
+		if err := o.Lock.validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if msgs := validation.IsDNS1123Subdomain(LeaseName(o.Node)); o.Node != "" && len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("lock: lease name %q: %s", LeaseName(o.Node), msgs[0]))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -32,7 +32,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("handler options: %w", err)
 	}
-	err := run(ctx, opts)
+	var err error
+	if opts.Lock != nil {
+		err = runLocked(ctx, opts)
+	} else {
+		err = run(ctx, opts)
+	}
 	if ctx.Err() != nil {
 		// Stopped, possibly in the middle of start-up: not a failure.
 		return nil
@@ -245,6 +250,10 @@ func apiConfig(opts Options) *rest.Config {
 		cfg.Dial = (&NetNSDialer{Path: opts.DialNetNS}).DialContext
 	}
 	cfg.UserAgent = "knmstate-handler/" + opts.Version + " (" + opts.Node + ")"
+	if opts.Lock != nil {
+		// Two handlers of one node tell apart in the API server's logs.
+		cfg.UserAgent = "knmstate-handler/" + opts.Version + " (" + opts.Node + "; " + opts.Lock.Identity + ")"
+	}
 	return cfg
 }
 

@@ -49,6 +49,9 @@ type State struct {
 	Forwarder string `json:"forwarder,omitempty"`
 	// APIServer is the API server's URL inside the switch namespace.
 	APIServer string `json:"apiServer,omitempty"`
+	// AuditLog is the API server's audit log of writes (JSON lines: user,
+	// user agent, verb, object).
+	AuditLog string `json:"auditLog,omitempty"`
 	// SwitchNS is the switch namespace's name under /run/netns.
 	SwitchNS string `json:"switchNetns,omitempty"`
 	// SwitchDir holds dnsmasq's files and the nodes' resolv.conf files.

@@ -221,6 +221,9 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 			NetNS:     sw.NS.Path,
 			Address:   lanPrefix.Addr().String(),
 			Hosts:     []string{apiHost},
+			// Who wrote what: the user guide's troubleshooting and the
+			// tests that count a component's writes read it.
+			AuditWrites: true,
 		}
 		if o.Kubelet {
 			topts.Kubelets, topts.ServiceCIDR = true, serviceCIDR
@@ -289,6 +292,7 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 	}
 	s.mu.Lock()
 	s.state.Kubeconfig, s.state.Forwarder, s.state.APIServer = kubeconfig, fwd.Addr(), env.Host()
+	s.state.AuditLog = env.AuditLog()
 	s.mu.Unlock()
 
 	kube, err := kubernetes.NewForConfig(env.Config)
@@ -644,6 +648,11 @@ func (s *supervisor) startHandlers(nodes []NodeState, side string, spawner *spaw
 		// and may override it.
 		if strings.Contains(help, "--probe-dns-host") {
 			args = append(args, "--probe-dns-host="+apiHost)
+		}
+		// One handler per node, as the DaemonSet has it: the node's lock
+		// Lease in kube-node-lease.
+		if strings.Contains(help, "--node-lock-namespace") {
+			args = append(args, "--node-lock-namespace=kube-node-lease", "--node-lock-identity=lab-handler-"+n.Name)
 		}
 		args = append(args, o.HandlerArgs...)
 		s.start(&proc{name: "handler/" + n.Name, where: side + " (netns " + n.NetNS + ")", bin: o.Binary, args: args,

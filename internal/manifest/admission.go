@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"strconv"
+
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,7 +131,8 @@ func PermitGuard(p Params) []client.Object {
 // pod and carries the pod's node in the user's extra information
 // (authentication.kubernetes.io/node-name). A handler identity may create,
 // update, patch or delete only the NodeNetworkState named after that node
-// and enactments labelled nmstate.io/node with it (before and after the
+// and enactments labelled nmstate.io/node with it, and its node lock
+// Lease knmstate-NODE (before and after the
 // change: no relabelling into its scope either). A handler token without a
 // node (not bound to a pod) may write nothing.
 func NodeScope(p Params) []client.Object {
@@ -137,12 +140,20 @@ func NodeScope(p Params) []client.Object {
 	const nodeKey = "authentication.kubernetes.io/node-name"
 	owner := func(obj string) string {
 		return "request.resource.resource == 'nodenetworkstates' ? " + obj + ".metadata.name : " +
+			"request.resource.resource == 'leases' ? (" + obj + ".metadata.name.startsWith('" + HandlerLockPrefix + "') ? " +
+			obj + ".metadata.name.substring(" + strconv.Itoa(len(HandlerLockPrefix)) + ") : '') : " +
 			"(has(" + obj + ".metadata.labels) && 'nmstate.io/node' in " + obj + ".metadata.labels ? " + obj + ".metadata.labels['nmstate.io/node'] : '')"
 	}
 	meta := p.clusterMeta(NodeScopeName, ComponentHandler)
 	policy := vap(meta,
 		[]admissionv1.NamedRuleWithOperations{rule([]string{"*"}, []string{"CREATE", "UPDATE", "DELETE"},
-			[]string{"nodenetworkstates", "nodenetworkstates/status", "nodenetworkconfigurationenactments", "nodenetworkconfigurationenactments/status"})},
+			[]string{"nodenetworkstates", "nodenetworkstates/status", "nodenetworkconfigurationenactments", "nodenetworkconfigurationenactments/status"}),
+			// The node locks share kube-node-lease with the kubelets'
+			// heartbeats: a handler may write only its own node's lock.
+			{RuleWithOperations: admissionv1.RuleWithOperations{
+				Operations: []admissionv1.OperationType{"CREATE", "UPDATE", "DELETE"},
+				Rule:       admissionv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"leases"}},
+			}}},
 		[]admissionv1.Variable{
 			{Name: "node", Expression: "has(request.userInfo.extra) && '" + nodeKey + "' in request.userInfo.extra && size(request.userInfo.extra['" + nodeKey + "']) > 0 ? " +
 				"request.userInfo.extra['" + nodeKey + "'][0] : ''"},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,6 +81,9 @@ func TestNodeScope(t *testing.T) {
 		return c.Patch(ctx, &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: nns}}, client.RawPatch(types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"nmstate.io/force-nns-refresh":"`+time.Now().Format("150405.000000000")+`"}}}`)))
 	}
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: HandlerLockNamespace}}
+	}
 	enactment := func(name, node string) *v1beta1.NodeNetworkConfigurationEnactment {
 		return &v1beta1.NodeNetworkConfigurationEnactment{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Labels: map[string]string{"nmstate.io/node": node, "nmstate.io/policy": "p"}}}
@@ -116,6 +120,16 @@ func TestNodeScope(t *testing.T) {
 			return own.Delete(ctx, &v1beta1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "node02"}})
 		}, false, "forbidden"},
 		{"delete own enactment", func() error { return own.Delete(ctx, enactment("node01.p", "node01")) }, true, ""},
+		// The node locks live beside the kubelets' heartbeats.
+		{"own node lock", func() error { return own.Create(ctx, lease(HandlerLockPrefix+"node01")) }, true, ""},
+		{"other node's lock", func() error { return own.Create(ctx, lease(HandlerLockPrefix+"node02")) }, false, "may not write leases knmstate-node02 of node node02"},
+		{"a kubelet's heartbeat", func() error { return own.Create(ctx, lease("node01")) }, false, "may not write leases node01"},
+		{"lock from a token without a node", func() error { return unbound.Create(ctx, lease(HandlerLockPrefix+"node03")) }, false, "must use a token bound to its pod"},
+		{"lock in another namespace", func() error {
+			l := lease(HandlerLockPrefix + "node01")
+			l.Namespace = "default"
+			return own.Create(ctx, l)
+		}, false, "forbidden"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.do()

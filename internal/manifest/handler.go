@@ -10,6 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// HandlerLockNamespace holds the handlers' node locks, Leases named
+// HandlerLockPrefix + node (internal/handler: DefaultLockNamespace,
+// LeaseName).
+const (
+	HandlerLockNamespace = "kube-node-lease"
+	HandlerLockPrefix    = "knmstate-"
+)
+
 // handlerMetricsPort is the handler's metrics port on its node.
 const handlerMetricsPort = 9894
 
@@ -62,7 +70,21 @@ func HandlerRBAC(p Params) []client.Object {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: HandlerName + "-events"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: HandlerName, Namespace: p.Namespace}},
 	}
-	return []client.Object{sa, role, binding, events, eventsBinding}
+	// The node lock: a Lease per node, knmstate-NODE in kube-node-lease
+	// (the NodeScope admission policy keeps each handler to its own
+	// node's Lease, away from the kubelets' heartbeats there).
+	lock := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-node-lock", Namespace: HandlerLockNamespace, Labels: p.labels(ComponentHandler)},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		},
+	}
+	lockBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: HandlerName + "-node-lock", Namespace: HandlerLockNamespace, Labels: p.labels(ComponentHandler)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: HandlerName + "-node-lock"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: HandlerName, Namespace: p.Namespace}},
+	}
+	return []client.Object{sa, role, binding, events, eventsBinding, lock, lockBinding}
 }
 
 // clusterBinding binds a ClusterRole named like the ServiceAccount sa.
@@ -85,12 +107,20 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 	sel, tol, aff := p.handlerPlacement()
 	args := []string{
 		"--node=$(NODE_NAME)",
-		"--state-dir=" + handlerStateDir + "/handler",
+		// nmstatectl's own state directory: a checkpoint left by a manual
+		// `nmstatectl apply --no-commit` in the pod is the handler's to
+		// roll back before its next apply.
+		"--state-dir=" + handlerStateDir,
 		"--runtime-state-dir=" + handlerStateDir + "/noded",
 		"--resolv-conf=" + handlerResolvConf,
 		"--uts-ns=/proc/self/ns/uts",
 		"--ready-file=" + handlerReadyFile,
 		"--probe-dns-host=" + p.dnsProbeHost(),
+		// One handler per node: a second one (an overlapping upgrade, a
+		// second install in another namespace) waits, not Ready, for the
+		// node's Lease in kube-node-lease.
+		"--node-lock-namespace=" + HandlerLockNamespace,
+		"--node-lock-identity=$(POD_NAME)",
 		// Its own metrics (docs/metrics.md), HTTPS with a reader's token,
 		// on the node's network: a port the node agents leave free.
 		"--metrics-bind-address=:" + itoa(handlerMetricsPort),
@@ -132,6 +162,7 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 						Env: []corev1.EnvVar{
 							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 						},
 						SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
 						Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: handlerMetricsPort}},

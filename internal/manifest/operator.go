@@ -17,7 +17,7 @@ import (
 func OperatorRBAC(p Params) []client.Object {
 	p = p.withDefaults()
 	manage := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	componentRoles := []string{HandlerName, ControllerName, WebhookName, HandlerName + "-events", ControllerName + "-leader-election", WebhookName + "-secrets",
+	componentRoles := []string{HandlerName, ControllerName, WebhookName, HandlerName + "-events", HandlerName + "-node-lock", ControllerName + "-leader-election", WebhookName + "-secrets",
 		ReaderName, MetricsAuthName, MetricsReaderName}
 	sa := &corev1.ServiceAccount{ObjectMeta: p.meta(OperatorName, ComponentOperator)}
 	role := &rbacv1.ClusterRole{

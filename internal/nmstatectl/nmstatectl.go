@@ -9,6 +9,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/knmstate/knmstate/internal/version"
 )
 
 // globalOptions are the flags every verb shares. They select the network
@@ -42,7 +44,10 @@ func NewCommand(reexec ...string) *cobra.Command {
 		Short:         "Declarative node network configuration (nmstate-compatible, netlink engine)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version, as upstream's clap gives it: the version verb's line.
+		Version: version.Version,
 	}
+	root.SetVersionTemplate("nmstatectl {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.netns, "netns", "", "network namespace to act on (name under /run/netns or a path); default: this process's namespace")
 	pf.StringVar(&g.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolv.conf file that holds the DNS configuration")
@@ -61,6 +66,9 @@ func NewCommand(reexec ...string) *cobra.Command {
 		newPolicyCmd(g),
 		newStatisticCmd(g),
 		newServiceCmd(g),
+		newRevertCmd(g),
+		newPersistNICNamesCmd(g),
+		newAutoconfCmd(),
 		newVersionCmd(),
 		newWatchdogCmd(g),
 	)

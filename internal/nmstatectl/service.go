@@ -128,7 +128,15 @@ func runService(ctx context.Context, stderr io.Writer, o *serviceOptions) error 
 	}
 	guardPendingCheckpoint(ctx, log, o.stateDir, booted)
 
-	results, err := noded.ApplyDir(ctx, o.configDir, func(ctx context.Context, path string, desired *nmstate.State) error {
+	conf, err := noded.ReadServiceConfig(o.configDir)
+	if err != nil {
+		// As upstream: a configuration it cannot read stops the service
+		// from applying anything; the runtime (DHCP) keeps running.
+		log.Error("state files not applied", "error", err)
+		return <-runErr
+	}
+	keep := conf.Service.KeepStateFileAfterApply
+	results, err := noded.ApplyDir(ctx, o.configDir, keep, func(ctx context.Context, path string, desired *nmstate.State) error {
 		return serviceApply(ctx, kb, rt, o, desired)
 	})
 	for _, r := range results {
@@ -136,7 +144,11 @@ func runService(ctx context.Context, stderr io.Writer, o *serviceOptions) error 
 			log.Error("state file not applied", "file", r.File, "error", r.Err)
 			continue
 		}
-		log.Info("state file applied", "file", r.File, "renamedTo", r.Applied)
+		if keep {
+			log.Info("state file applied", "file", r.File, "recordedIn", r.Applied)
+		} else {
+			log.Info("state file applied", "file", r.File, "renamedTo", r.Applied)
+		}
 	}
 	if err != nil && ctx.Err() == nil {
 		log.Error("applying state files", "error", err)

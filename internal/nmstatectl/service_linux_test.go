@@ -225,6 +225,41 @@ func TestServiceAppliesDocExamples(t *testing.T) {
 	}
 }
 
+// TestServiceKeepsStateFileWithNmstateConf: with nmstate.conf's
+// keep_state_file_after_apply (OpenShift's setting) the service applies
+// the file, leaves it where the machine configuration put it and records
+// the applied content in 01-dhcp.applied.
+func TestServiceKeepsStateFileWithNmstateConf(t *testing.T) {
+	_, node := serviceLab(t)
+	stateDir, configDir := t.TempDir(), t.TempDir()
+	conf := "[service]\nkeep_state_file_after_apply = true\n"
+	if err := os.WriteFile(filepath.Join(configDir, "nmstate.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dhcp := exampleDesiredState(t, "dhcp.yaml")
+	dhcpFile := filepath.Join(configDir, "01-dhcp.yml")
+	if err := os.WriteFile(dhcpFile, dhcp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, log := startService(t, node, stateDir, configDir)
+	serviceWaitFor(t, 90*time.Second, log, func() string {
+		applied, err := os.ReadFile(filepath.Join(configDir, "01-dhcp.applied"))
+		if err != nil {
+			return "no 01-dhcp.applied"
+		}
+		if string(applied) != string(dhcp) {
+			return "01-dhcp.applied differs from 01-dhcp.yml"
+		}
+		if kept, err := os.ReadFile(dhcpFile); err != nil || string(kept) != string(dhcp) {
+			return fmt.Sprintf("01-dhcp.yml not kept as it was: %v", err)
+		}
+		if _, err := leasedIPv4(node, "eth1"); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+}
+
 // TestOneOffApplyFollowedByRuntime: the wiring nmstatectl apply uses
 // without a running service: the lease is acquired once and installed, a
 // warning says nothing renews it, and show reports dhcp: true with the

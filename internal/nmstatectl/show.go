@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strings"
 
@@ -20,6 +21,9 @@ type showOptions struct {
 	ifaces        []string
 	json          bool
 	runningConfig bool
+	// kernel is upstream's -k/--kernel, what this engine always does.
+	kernel      bool
+	showSecrets bool
 }
 
 func newShowCmd(g *globalOptions) *cobra.Command {
@@ -29,7 +33,7 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 		Aliases: []string{"s"},
 		Short:   "Show the current network state",
 		Long: "Print the network state of the node as YAML (or JSON). With IFNAME, only those " +
-			"interfaces (exact names), the routes through them and the route rules that use those " +
+			"interfaces (names, comma-separated lists or glob patterns such as 'eth*'), the routes through them and the route rules that use those " +
 			"routes' tables. --running-config leaves out what is not configuration: dynamic " +
 			"(DHCP/SLAAC) addresses, running routes, running DNS and LLDP neighbors.",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -40,6 +44,8 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON instead of YAML")
 	cmd.Flags().BoolVarP(&o.runningConfig, "running-config", "r", false, "show only the configuration, not dynamic state")
+	cmd.Flags().BoolVarP(&o.kernel, "kernel", "k", false, "kernel only, without NetworkManager (what this engine always does)")
+	cmd.Flags().BoolVarP(&o.showSecrets, "show-secrets", "s", false, "show secrets (passwords, keys) instead of hiding them")
 	return cmd
 }
 
@@ -65,6 +71,9 @@ func runShow(ctx context.Context, stdout io.Writer, o *showOptions) error {
 		s = onlyInterfaces(s, o.ifaces)
 	}
 	sortInterfaces(s)
+	if !o.showSecrets {
+		s = nmstate.HideSecrets(s)
+	}
 	enc := nmstate.EncodeYAML
 	if o.json {
 		enc = nmstate.EncodeJSON
@@ -115,13 +124,17 @@ func runningConfig(s *nmstate.State) *nmstate.State {
 // onlyInterfaces keeps the named interfaces, the routes whose next hop is
 // one of them and the rules that look up those routes' tables.
 func onlyInterfaces(s *nmstate.State, names []string) *nmstate.State {
-	keep := map[string]bool{}
+	// Names may be comma-separated and may be glob patterns (eth*), as
+	// nmstatectl's manual page shows them.
+	var patterns []string
 	for _, n := range names {
-		keep[n] = true
+		patterns = append(patterns, strings.Split(n, ",")...)
 	}
+	keep := map[string]bool{}
 	out := &nmstate.State{Interfaces: []nmstate.Interface{}}
 	for _, i := range s.Interfaces {
-		if keep[i.Name] {
+		if slices.ContainsFunc(patterns, func(p string) bool { ok, _ := path.Match(p, i.Name); return ok || p == i.Name }) {
+			keep[i.Name] = true
 			out.Interfaces = append(out.Interfaces, i)
 		}
 	}

@@ -83,6 +83,30 @@ type Options struct {
 	// ServiceCIDR is the Service IP range; default 10.0.0.0/24. The first
 	// address is the `kubernetes` Service's ClusterIP.
 	ServiceCIDR string
+	// AuditWrites makes the API server log every request that changes
+	// something (create, update, patch, delete) as a JSON line of the
+	// audit log (Env.AuditLog): who wrote what, with which user agent.
+	AuditWrites bool
+}
+
+// auditPolicy logs the metadata of writes only: reads and watches are
+// most of the traffic and say nothing about who changed what.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
+
+// AuditLog is the API server's audit log of writes (Options.AuditWrites),
+// "" without one.
+func (e *Env) AuditLog() string {
+	if !e.opts.AuditWrites {
+		return ""
+	}
+	return filepath.Join(e.Dir, "audit.log")
 }
 
 // Env is one running control plane.
@@ -219,6 +243,11 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.waitEtcd(ctx, etcdClient); err != nil {
 		return nil, err
 	}
+	if opts.AuditWrites {
+		if err := os.WriteFile(filepath.Join(e.Dir, "audit-policy.yaml"), []byte(auditPolicy), 0o644); err != nil {
+			return nil, fmt.Errorf("writing the audit policy: %w", err)
+		}
+	}
 	e.apiserver, err = e.spawn("kube-apiserver", opts.APIServer, e.apiserverArgs(etcdClient, address, ports[2])...)
 	if err != nil {
 		return nil, err
@@ -329,6 +358,10 @@ func (e *Env) apiserverArgs(etcd, address string, port int) []string {
 		"--profiling=false",
 		"--shutdown-delay-duration=0s",
 		"--v=1",
+	}
+	if e.opts.AuditWrites {
+		args = append(args, "--audit-policy-file="+filepath.Join(e.Dir, "audit-policy.yaml"),
+			"--audit-log-path="+e.AuditLog(), "--audit-log-format=json")
 	}
 	if !e.opts.Kubelets {
 		return append(args,

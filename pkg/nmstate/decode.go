@@ -313,7 +313,11 @@ func (d *decoder) fieldsOf(t reflect.Type) []fieldInfo {
 }
 
 func (d *decoder) fail(n *dnode, p Path, format string, args ...any) {
-	e := &Error{Kind: InvalidArgument, Path: p, Detail: fmt.Sprintf(format, args...)}
+	d.failKind(InvalidArgument, n, p, format, args...)
+}
+
+func (d *decoder) failKind(k Kind, n *dnode, p Path, format string, args ...any) {
+	e := &Error{Kind: k, Path: p, Detail: fmt.Sprintf(format, args...)}
 	if n != nil {
 		e.Line, e.Column = int(n.Line), int(n.Column)
 	}
@@ -476,6 +480,10 @@ func (d *decoder) value(n *dnode, v reflect.Value, fi fieldInfo) bool {
 		kind := d.stringKindOf(t)
 		if spec := kind.enum; spec != nil {
 			c, ok := spec.canonical(strings.TrimSpace(s))
+			if v, newer := newerValues[t][strings.TrimSpace(s)]; !ok && newer {
+				d.failKind(NotSupported, n, d.path(), "%q %s", s, notYet(v))
+				return false
+			}
 			if !ok {
 				d.fail(n, d.path(), "%q is not one of %s", s, strings.Join(spec.values, ", "))
 				return false
@@ -654,6 +662,11 @@ func (d *decoder) structValue(n *dnode, v reflect.Value) bool {
 		key := kn.Value
 		cand := byKey[key]
 		if len(cand) == 0 {
+			if v, newer := newerKeys[newerKey{t, key}]; newer {
+				d.failKind(NotSupported, kn, d.path().Key(key), "%s", notYet(v))
+				ok = false
+				continue
+			}
 			d.fail(kn, d.path().Key(key), "unknown field")
 			ok = false
 			continue

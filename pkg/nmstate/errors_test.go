@@ -45,6 +45,63 @@ interfaces:
   type: ethernet
   speling: 1`, noCurrent, []want{{"interfaces[0].speling", "unknown field", nmstate.InvalidArgument}}},
 		{"unknown top-level key", `capabilities: []`, noCurrent, []want{{"capabilities", "unknown field", nmstate.InvalidArgument}}},
+		// Keys and values of nmstate releases after the engine's base: named
+		// with their release, not "unknown field" (docs/schema.md).
+		{"made-up route key", `
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, foo: 1}`, noCurrent,
+			[]want{{"routes.config[0].foo", "unknown field", nmstate.InvalidArgument}}},
+		{"newer interface key", `
+interfaces:
+- name: eth1
+  type: ethernet
+  pci-address: "0000:07:00.0"`, noCurrent, []want{{"interfaces[0].pci-address",
+			"not supported by knmstate yet (added in nmstate 2.2.47)", nmstate.NotSupported}}},
+		{"alt name is the interface's name", `
+interfaces:
+- name: eth1
+  type: ethernet
+  alt-names: [{name: eth1}]`, noCurrent, []want{{"interfaces[0].alt-names[0].name", "alternative name eth1 is the interface's own name", nmstate.InvalidArgument}}},
+		{"alt name listed twice", `
+interfaces:
+- name: eth1
+  type: ethernet
+  alt-names: [{name: port1}, {name: port1, state: absent}]`, noCurrent, []want{{"interfaces[0].alt-names[1].name", "port1 is listed twice", nmstate.InvalidArgument}}},
+		{"alt name of another interface", `
+interfaces:
+- name: eth1
+  type: ethernet
+  alt-names: [{name: eth2}]
+- name: eth2
+  type: ethernet`, noCurrent, []want{{"interfaces[0].alt-names[0].name", "alternative name eth2 of eth1 is already a name of interface eth2", nmstate.InvalidArgument}}},
+		{"alt name with a slash", `
+interfaces:
+- name: eth1
+  type: ethernet
+  alt-names: [{name: a/b}]`, noCurrent, []want{{"interfaces[0].alt-names[0].name", `"a/b" is not a valid interface name`, nmstate.InvalidArgument}}},
+		{"newer interface type", `
+interfaces:
+- name: ipip0
+  type: ip-tunnel`, noCurrent, []want{{"interfaces[0].type",
+			`"ip-tunnel" not supported by knmstate yet (added in nmstate 2.2.59)`, nmstate.NotSupported}}},
+		{"newer identifier", `
+interfaces:
+- name: wan0
+  type: ethernet
+  identifier: pci-address`, noCurrent, []want{{"interfaces[0].identifier",
+			`"pci-address" not supported by knmstate yet (added in nmstate 2.2.47)`, nmstate.NotSupported}}},
+		{"newer bond option", `
+interfaces:
+- name: bond0
+  type: bond
+  link-aggregation: {mode: 802.3ad, options: {lacp_active: "on"}}`, noCurrent, []want{{"interfaces[0].link-aggregation.options.lacp_active",
+			"added in nmstate 2.2.47", nmstate.NotSupported}}},
+		{"newer ethtool key", `
+interfaces:
+- name: eth1
+  type: ethernet
+  ethtool: {fec: {auto: true}}`, noCurrent, []want{{"interfaces[0].ethtool.fec", "added in nmstate 2.2.43", nmstate.NotSupported}}},
 		{"section of another type", `
 interfaces:
 - name: eth1

@@ -117,6 +117,11 @@ type Interface struct {
 	CopyMACFrom         *string     `nms:"copy-mac-from"`
 	AcceptAllMAC        *bool       `nms:"accept-all-mac-addresses"`
 	Driver              *string     `nms:"driver"` // query only
+	// AltNames (nmstate 2.2.51) are the link's alternative names. Apply
+	// is incremental: listed names are added, names with state absent
+	// removed, others kept (udev adds its own). See mergeAltNames. A
+	// pointer, so that Interface stays comparable (verify_fast.go).
+	AltNames *[]AltName `nms:"alt-names"`
 	// Controller: nil = not given, "" = detach from any controller.
 	Controller *string     `nms:"controller"`
 	WaitIP     *WaitIP     `nms:"wait-ip"`
@@ -287,3 +292,18 @@ type Tun struct {
 	MultiQueue *bool   `nms:"multi-queue"`
 	Persist    *bool   `nms:"persist"`
 }
+
+// AltName is one alternative name of a link (`alt-names` entry).
+type AltName struct {
+	Name string `nms:"name,required"`
+	// State absent removes the name; unset adds or keeps it.
+	State *AltNameState `nms:"state"`
+}
+
+// AltNameState is only ever "absent".
+type AltNameState string
+
+func (AltNameState) enumSpec() enumSpec { return enumSpec{values: []string{"absent"}} }
+
+// IsAbsent reports whether the entry removes the name.
+func (a AltName) IsAbsent() bool { return a.State != nil && *a.State == "absent" }

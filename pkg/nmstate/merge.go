@@ -3,6 +3,7 @@ package nmstate
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -44,6 +45,8 @@ import (
 //     one: interfaces pulled into the change set (ports attached to or
 //     detached from a controller, controllers whose port list changes) are
 //     activated with their controller, so an admin-down port comes up;
+//   - desired routes marked `state: ignore` are dropped, and a route's
+//     `vrf-name` becomes the `table-id` of that VRF (resolveRouteRefs);
 //   - routes, rules, DNS and hostname: see mergeRoutes, mergeRules,
 //     mergeDNS, mergeHostname.
 //
@@ -70,6 +73,9 @@ func Merge(desired, current *State) (*Merged, error) {
 	d := &dv
 	mg := newMerger(d, cur)
 	if mg.resolveMACIdentifiers(); len(mg.errs) > 0 {
+		return nil, mg.errs
+	}
+	if mg.resolveRouteRefs(); len(mg.errs) > 0 {
 		return nil, mg.errs
 	}
 	if errs := Validate(d, current); len(errs) > 0 {
@@ -362,8 +368,10 @@ func mergeIface(d, c *Interface) Interface {
 	ip4, ip6 := mergeIP(d.IPv4, curIP4, false), mergeIP(d.IPv6, curIP6, true)
 	if c == nil {
 		t.IPv4, t.IPv6 = ip4, ip6
+		t.AltNames = mergeAltNames(d.AltNames, nil)
 		return t
 	}
+	t.AltNames = mergeAltNames(d.AltNames, c.AltNames)
 	modeChanged := d.LinkAggregation != nil && d.LinkAggregation.Mode != nil &&
 		(c.LinkAggregation == nil || c.LinkAggregation.Mode == nil || *c.LinkAggregation.Mode != *d.LinkAggregation.Mode)
 	t.IPv4, t.IPv6 = ip4, ip6
@@ -828,4 +836,34 @@ func (mg *merger) ifaceState(name string, v4 bool) (changed, deleted, disabled b
 		return false, false, ipc != nil && isFalse(ipc.Enabled)
 	}
 	return false, false, false
+}
+
+// mergeAltNames is the target alternative names of an interface, sorted:
+// the current ones, plus the desired ones, minus those desired absent
+// (nmstate changes alternative names incrementally, since udev adds its
+// own). nil when neither side has any to say.
+func mergeAltNames(d, c *[]AltName) *[]AltName {
+	if d == nil {
+		if c == nil {
+			return nil
+		}
+		return cloneOf(c)
+	}
+	keep := map[string]bool{}
+	if c != nil {
+		for _, a := range *c {
+			keep[a.Name] = true
+		}
+	}
+	for _, a := range *d {
+		keep[a.Name] = !a.IsAbsent()
+	}
+	out := []AltName{}
+	for name, ok := range keep {
+		if ok {
+			out = append(out, AltName{Name: name})
+		}
+	}
+	slices.SortFunc(out, func(a, b AltName) int { return strings.Compare(a.Name, b.Name) })
+	return &out
 }

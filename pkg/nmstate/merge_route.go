@@ -96,6 +96,11 @@ func RouteMatches(p, r *Route) bool {
 	if p.RouteType != nil && (r.RouteType == nil || *r.RouteType != *p.RouteType) {
 		return false
 	}
+	if planSetDiffers(p.MTU, r.MTU) || planSetDiffers(p.AdvMSS, r.AdvMSS) ||
+		planSetDiffers(p.InitCwnd, r.InitCwnd) || planSetDiffers(p.InitRwnd, r.InitRwnd) ||
+		planBoolDiffers(p.LockMTU, r.LockMTU) || planBoolDiffers(p.QuickACK, r.QuickACK) {
+		return false
+	}
 	return true
 }
 

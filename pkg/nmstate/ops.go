@@ -415,6 +415,17 @@ func opWriteLinkAttrs(b *strings.Builder, ifc *Interface, typ string) {
 		b.WriteString(" alias ")
 		b.WriteString(strconv.Quote(*ifc.Description))
 	}
+	if ifc.AltNames != nil {
+		// The whole target set: names not in it are removed.
+		b.WriteString(" altnames [")
+		for i, a := range *ifc.AltNames {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(a.Name)
+		}
+		b.WriteString("]")
+	}
 	sec := opLinkSection(ifc)
 	if sec.Ethernet != nil {
 		opWriteTree(b, sec.Ethernet, []string{"ethernet"})
@@ -614,7 +625,8 @@ func opOnOff(v bool) string {
 }
 
 // opRouteText renders a route as iproute2 would: type, destination, via,
-// dev, src, metric, table, weight, cwnd, protocol.
+// dev, src, metric, table, weight, cwnd, the other route metrics (mtu,
+// advmss, initcwnd, initrwnd, quickack), protocol.
 func opRouteText(r *Route) string {
 	var b strings.Builder
 	if r.RouteType != nil {
@@ -651,6 +663,33 @@ func opRouteText(r *Route) string {
 	if r.Cwnd != nil {
 		b.WriteString(" cwnd ")
 		b.WriteString(strconv.FormatUint(uint64(*r.Cwnd), 10))
+	}
+	if r.MTU != nil {
+		b.WriteString(" mtu ")
+		if r.LockMTU != nil && *r.LockMTU {
+			b.WriteString("lock ")
+		}
+		b.WriteString(strconv.FormatUint(uint64(*r.MTU), 10))
+	}
+	if r.AdvMSS != nil {
+		b.WriteString(" advmss ")
+		b.WriteString(strconv.FormatUint(uint64(*r.AdvMSS), 10))
+	}
+	if r.InitCwnd != nil {
+		b.WriteString(" initcwnd ")
+		b.WriteString(strconv.FormatUint(uint64(*r.InitCwnd), 10))
+	}
+	if r.InitRwnd != nil {
+		b.WriteString(" initrwnd ")
+		b.WriteString(strconv.FormatUint(uint64(*r.InitRwnd), 10))
+	}
+	if r.QuickACK != nil {
+		b.WriteString(" quickack ")
+		if *r.QuickACK {
+			b.WriteString("1")
+		} else {
+			b.WriteString("0")
+		}
 	}
 	b.WriteString(" proto static")
 	return b.String()

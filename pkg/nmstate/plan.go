@@ -355,6 +355,9 @@ func planImmutableChanged(t, c *Interface) bool {
 // planSetDiffers: the target gives a value and it is not the current one.
 func planSetDiffers[T comparable](t, c *T) bool { return t != nil && (c == nil || *t != *c) }
 
+// planBoolDiffers: t is given and differs from c, where an unset c is false.
+func planBoolDiffers(t, c *bool) bool { return t != nil && *t != (c != nil && *c) }
+
 func planEq[T comparable](a, b *T) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -702,6 +705,9 @@ func planLinkDiff(t, c *Interface) (Interface, bool) {
 	}
 	if planSetDiffers(t.Description, c.Description) {
 		d.Description, changed = t.Description, true
+	}
+	if t.AltNames != nil && !sameAltNames(t.AltNames, c.AltNames) {
+		d.AltNames, changed = t.AltNames, true
 	}
 	ts, cs := opLinkSection(t), opLinkSection(c)
 	// Query-only timers and attributes whose change re-creates the link
@@ -1097,12 +1103,18 @@ func planRouteKey(r *Route) planRouteID {
 }
 
 // planRouteHolds: the current route c satisfies the target t (same
-// identity; metric, weight, cwnd and source equal where t gives them).
+// identity; metric, weight, the route metrics and source equal where t
+// gives them; an unset boolean metric reads as false).
 func planRouteHolds(t, c *Route) bool {
 	if t.Metric != nil && *t.Metric >= 0 && !planEq(t.Metric, c.Metric) {
 		return false
 	}
-	if planSetDiffers(t.Weight, c.Weight) || planSetDiffers(t.Cwnd, c.Cwnd) {
+	if planSetDiffers(t.Weight, c.Weight) || planSetDiffers(t.Cwnd, c.Cwnd) ||
+		planSetDiffers(t.MTU, c.MTU) || planSetDiffers(t.AdvMSS, c.AdvMSS) ||
+		planSetDiffers(t.InitCwnd, c.InitCwnd) || planSetDiffers(t.InitRwnd, c.InitRwnd) {
+		return false
+	}
+	if planBoolDiffers(t.LockMTU, c.LockMTU) || planBoolDiffers(t.QuickACK, c.QuickACK) {
 		return false
 	}
 	if t.Source != nil && t.Source.IsValid() && (c.Source == nil || *c.Source != *t.Source) {
@@ -1281,4 +1293,22 @@ func planDNSEqual(a, b *DNSConfig) bool {
 	slices.Sort(oa)
 	slices.Sort(ob)
 	return slices.Equal(oa, ob)
+}
+
+// sameAltNames reports whether two alternative name lists hold the same
+// names (in any order).
+func sameAltNames(a, b *[]AltName) bool {
+	names := func(l *[]AltName) []string {
+		var out []string
+		if l != nil {
+			for _, x := range *l {
+				if !x.IsAbsent() {
+					out = append(out, x.Name)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(names(a), names(b))
 }

@@ -3,6 +3,7 @@ package nmstate
 import (
 	"net/netip"
 	"reflect"
+	"slices"
 	"sort"
 )
 
@@ -50,6 +51,9 @@ func Revert(before, desired *State) (*State, error) {
 		r := revertIface(b)
 		if a := findSameKind(after, t.Name, t.Type); a != nil && ctrlName(a) != ctrlName(b) {
 			r.Controller = strPtr(ctrlName(b))
+		}
+		if a := findSameKind(after, t.Name, t.Type); a != nil {
+			r.AltNames = revertAltNames(b.AltNames, a.AltNames)
 		}
 		restored = append(restored, r)
 		pos[t.Name] = indexOf(before, b)
@@ -146,6 +150,41 @@ func revertIface(b *Interface) Interface {
 		}
 	}
 	return r
+}
+
+// revertAltNames restores before's alternative names over after's: alt
+// names change incrementally, so the names the apply added are given as
+// absent and those it removed are given again. nil when nothing changed.
+func revertAltNames(before, after *[]AltName) *[]AltName {
+	has := func(l *[]AltName, name string) bool {
+		return l != nil && slices.ContainsFunc(*l, func(a AltName) bool { return a.Name == name })
+	}
+	var out []AltName
+	if before != nil {
+		for _, a := range *before {
+			out = append(out, AltName{Name: a.Name})
+		}
+	}
+	changed := false
+	if after != nil {
+		for _, a := range *after {
+			if !has(before, a.Name) {
+				out = append(out, AltName{Name: a.Name, State: ptrTo(AltNameState("absent"))})
+				changed = true
+			}
+		}
+	}
+	if before != nil {
+		for _, a := range *before {
+			if !has(after, a.Name) {
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return before
+	}
+	return &out
 }
 
 func configRoutes(s *State) []Route {

@@ -10,10 +10,11 @@ type Routes struct {
 	Running []Route `nms:"running"`
 }
 
-// RouteState is only ever "absent" (a removal pattern).
+// RouteState is "absent" (a removal pattern) or "ignore" (nmstate 2.2.50:
+// query marks routes through ignored interfaces so; apply skips them).
 type RouteState string
 
-func (RouteState) enumSpec() enumSpec { return enumSpec{values: []string{"absent"}} }
+func (RouteState) enumSpec() enumSpec { return enumSpec{values: []string{"absent", "ignore"}} }
 
 // Route is one route. A route with State absent is a pattern: unset fields
 // match anything.
@@ -34,10 +35,26 @@ type Route struct {
 	RouteType *RouteType  `nms:"route-type"`
 	Cwnd      *uint32     `nms:"cwnd"`
 	Source    *netip.Addr `nms:"source,empty"`
+	// The route metrics of nmstate 2.2.42 and later (RTAX_* of the kernel):
+	// MTU (locked against path MTU discovery with LockMTU, 2.2.59),
+	// initial congestion and receive windows, quick ACK, advertised MSS.
+	MTU      *uint32 `nms:"mtu"`
+	LockMTU  *bool   `nms:"lock-mtu"`
+	InitCwnd *uint32 `nms:"initcwnd"`
+	InitRwnd *uint32 `nms:"initrwnd"`
+	QuickACK *bool   `nms:"quickack"`
+	AdvMSS   *uint32 `nms:"advmss"`
+	// VRFName (nmstate 2.2.55) puts the route into the table of the named
+	// VRF interface; Merge resolves it to TableID (ResolveVRFNames).
+	VRFName *string `nms:"vrf-name"`
 }
 
 // IsAbsent reports whether the route is a removal pattern.
 func (r *Route) IsAbsent() bool { return r.State != nil && *r.State == "absent" }
+
+// IsIgnored reports whether the route is marked `state: ignore`, which
+// apply skips.
+func (r *Route) IsIgnored() bool { return r.State != nil && *r.State == "ignore" }
 
 // RouteType is a special route type.
 type RouteType string

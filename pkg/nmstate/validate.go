@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -232,6 +233,9 @@ func (v *validator) iface(i int, ifc *Interface) {
 	if ifc.MPTCP != nil {
 		v.mptcpFlags(p.Key("mptcp").Key("address-flags"), ifc.MPTCP.AddressFlags)
 	}
+	if ifc.AltNames != nil {
+		v.altNames(p.Key("alt-names"), ifc)
+	}
 	if typ == TypeLoopback {
 		for _, fam := range []struct {
 			key string
@@ -256,6 +260,83 @@ func (v *validator) iface(i int, ifc *Interface) {
 }
 
 func (v *validator) isVethPeer(name string) bool { return v.vethPeers[name] }
+
+// altNames checks an interface's alternative names: valid link names of
+// at most 127 bytes (the kernel's ALTIFNAMSIZ), listed once, not the
+// interface's own name, and not the name of another interface, nor one of
+// its alternative names, in the desired or the current state.
+func (v *validator) altNames(p Path, ifc *Interface) {
+	seen := map[string]bool{}
+	for j, a := range *ifc.AltNames {
+		ap := p.Index(j).Key("name")
+		switch {
+		case a.Name == "" || a.Name == "." || a.Name == ".." || !ifaceNameRE.MatchString(a.Name):
+			v.invalid(ap, "%q is not a valid interface name", a.Name)
+			continue
+		case len(a.Name) > 127:
+			v.invalid(ap, "%q is longer than 127 characters", a.Name)
+			continue
+		case seen[a.Name]:
+			v.invalid(ap, "%s is listed twice", a.Name)
+			continue
+		}
+		seen[a.Name] = true
+		if a.IsAbsent() {
+			continue
+		}
+		if a.Name == ifc.Name {
+			v.invalid(ap, "alternative name %s is the interface's own name", a.Name)
+			continue
+		}
+		if owner := v.altNameOwner(a.Name, ifc.Name); owner != "" {
+			v.invalid(ap, "alternative name %s of %s is already a name of interface %s", a.Name, ifc.Name, owner)
+		}
+	}
+}
+
+// altNameOwner is the interface other than self that uses name as its
+// name or (not removed) alternative name, in the desired state, else in
+// the current one; "" if none.
+func (v *validator) altNameOwner(name, self string) string {
+	uses := func(ifc *Interface, desired bool) bool {
+		if ifc.Name == self {
+			return false
+		}
+		if ifc.Name == name && !(desired && ifc.State == StateAbsent) {
+			return true
+		}
+		if ifc.AltNames == nil {
+			return false
+		}
+		for _, a := range *ifc.AltNames {
+			if a.Name == name && !a.IsAbsent() {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range v.desired.Interfaces {
+		if uses(&v.desired.Interfaces[i], true) {
+			return v.desired.Interfaces[i].Name
+		}
+	}
+	if v.current != nil {
+		for i := range v.current.Interfaces {
+			c := &v.current.Interfaces[i]
+			d := v.desiredIface(c.Name)
+			if d != nil && d.State == StateAbsent {
+				continue
+			}
+			if d != nil && d.AltNames != nil && slices.ContainsFunc(*d.AltNames, func(a AltName) bool { return a.Name == name && a.IsAbsent() }) {
+				continue // removed by this state
+			}
+			if uses(c, false) {
+				return c.Name
+			}
+		}
+	}
+	return ""
+}
 
 func isTrue(b *bool) bool  { return b != nil && *b }
 func isFalse(b *bool) bool { return b != nil && !*b }
@@ -948,6 +1029,12 @@ func (v *validator) routes() {
 		if r.Cwnd != nil && *r.Cwnd == 0 {
 			v.invalid(p.Key("cwnd"), "must not be 0")
 		}
+		if r.LockMTU != nil && *r.LockMTU && r.MTU == nil {
+			v.invalid(p.Key("lock-mtu"), "needs mtu")
+		}
+		if r.VRFName != nil && *r.VRFName == "" {
+			v.invalid(p.Key("vrf-name"), "must not be empty")
+		}
 		if r.Metric != nil && (*r.Metric < -1 || *r.Metric > 1<<32-1) {
 			v.invalid(p.Key("metric"), "%d is out of range -1..4294967295", *r.Metric)
 		}
@@ -983,6 +1070,9 @@ func (v *validator) routeRules() {
 		p := Path("route-rules").Key("config").Index(j)
 		if r.FWMask != nil && r.FWMark == nil {
 			v.invalid(p.Key("fwmask"), "needs fwmark")
+		}
+		if r.State != nil && *r.State == "ignore" {
+			v.invalid(p.Key("state"), `"ignore" is only valid for routes`)
 		}
 		if r.IsAbsent() {
 			continue

@@ -79,6 +79,13 @@ func verify(desired, current *State, fast bool) error {
 	if current == nil {
 		current = &State{}
 	}
+	// Routes naming their VRF are checked in the VRF's table, which the
+	// current state shows (Merge resolves the same way before apply).
+	if routes, _ := routesResolved(desired, current); routes != nil {
+		d := *desired
+		d.Routes = routes
+		desired = &d
+	}
 	v := &verifier{desired: desired, current: current, ignored: map[string]bool{}, fast: fast}
 	for i := range current.Interfaces {
 		if current.Interfaces[i].State == StateIgnore {
@@ -403,6 +410,13 @@ func (v *verifier) interfaces() {
 		if v.fast && v.fastIfaceMatch(d, c) {
 			continue
 		}
+		if d.AltNames != nil && c.AltNames != nil {
+			for _, a := range *d.AltNames {
+				if a.IsAbsent() && slices.ContainsFunc(*c.AltNames, func(x AltName) bool { return x.Name == a.Name }) {
+					v.detail(p+".alt-names", "alternative name "+a.Name+" still found")
+				}
+			}
+		}
 		want, got := v.treeMap(p, d), v.treeMap(p, c)
 		sanitizeIface(want, got, d, c)
 		v.subset(p, "", want, got)
@@ -469,6 +483,29 @@ func sanitizeIface(want, got map[string]any, d, c *Interface) {
 	for _, p := range [][]string{{"bridge", "port"}, {"team", "port"}} {
 		sortByName(lookup(want, p...))
 		sortByName(lookup(got, p...))
+	}
+	// Alternative names change incrementally: the names desired present
+	// must be there (removals are checked by interfaces), others may be.
+	if wa, ok := want["alt-names"].([]any); ok {
+		wanted := map[string]bool{}
+		keep := []any{}
+		for _, a := range wa {
+			if m, ok := a.(map[string]any); ok && m["state"] == nil {
+				wanted[jsonText(m["name"])] = true
+				keep = append(keep, m)
+			}
+		}
+		have := []any{}
+		if ga, ok := got["alt-names"].([]any); ok {
+			for _, a := range ga {
+				if m, ok := a.(map[string]any); ok && wanted[jsonText(m["name"])] {
+					have = append(have, m)
+				}
+			}
+		}
+		sortByName(keep)
+		sortByName(have)
+		want["alt-names"], got["alt-names"] = keep, have
 	}
 }
 

@@ -58,12 +58,15 @@ type FileResult struct {
 	Err     error
 }
 
-// ApplyDir applies the state files of dir one by one in name order and
-// renames each applied file to its AppliedName. A file that fails to
-// decode or apply keeps its name and does not stop the others (upstream
-// logs and goes on); its error is in its result. ctx ending stops before
-// the next file.
-func ApplyDir(ctx context.Context, dir string, applyFile ApplyFileFunc) ([]FileResult, error) {
+// ApplyDir applies the state files of dir one by one in name order. By
+// default each applied file is renamed to its AppliedName, so it is not
+// applied again; with keep (nmstate.conf's keep_state_file_after_apply)
+// the file keeps its name, its content is copied to its AppliedName, and
+// a file whose AppliedName holds the same content is skipped (applied
+// already). A file that fails to decode or apply keeps its name and does
+// not stop the others (upstream logs and goes on); its error is in its
+// result. ctx ending stops before the next file.
+func ApplyDir(ctx context.Context, dir string, keep bool, applyFile ApplyFileFunc) ([]FileResult, error) {
 	files, err := StateFiles(dir)
 	if err != nil {
 		return nil, err
@@ -73,12 +76,27 @@ func ApplyDir(ctx context.Context, dir string, applyFile ApplyFileFunc) ([]FileR
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			out = append(out, FileResult{File: f, Err: err})
+			continue
+		}
+		if keep {
+			if applied, err := os.ReadFile(AppliedName(f)); err == nil && string(applied) == string(data) {
+				continue
+			}
+		}
 		res := FileResult{File: f}
-		res.Err = applyOne(ctx, f, applyFile)
+		res.Err = applyOne(ctx, f, data, applyFile)
 		if res.Err == nil {
 			res.Applied = AppliedName(f)
-			if err := os.Rename(f, res.Applied); err != nil {
-				res.Applied, res.Err = "", fmt.Errorf("%s: applied, but renaming: %w", f, err)
+			if keep {
+				err = os.WriteFile(res.Applied, data, 0o644)
+			} else {
+				err = os.Rename(f, res.Applied)
+			}
+			if err != nil {
+				res.Applied, res.Err = "", fmt.Errorf("%s: applied, but recording it in %s: %w", f, AppliedName(f), err)
 			}
 		}
 		out = append(out, res)
@@ -86,11 +104,7 @@ func ApplyDir(ctx context.Context, dir string, applyFile ApplyFileFunc) ([]FileR
 	return out, nil
 }
 
-func applyOne(ctx context.Context, path string, applyFile ApplyFileFunc) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
+func applyOne(ctx context.Context, path string, data []byte, applyFile ApplyFileFunc) error {
 	st, err := nmstate.Decode(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)

@@ -50,7 +50,7 @@ func TestApplyDirOrderRenameAndFailures(t *testing.T) {
 		}
 		return nil
 	}
-	res, err := ApplyDir(context.Background(), dir, fake)
+	res, err := ApplyDir(context.Background(), dir, false, fake)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +94,99 @@ func TestApplyDirOrderRenameAndFailures(t *testing.T) {
 	}
 	// A second start applies only what was not applied.
 	order = nil
-	if _, err := ApplyDir(context.Background(), dir, fake); err != nil {
+	if _, err := ApplyDir(context.Background(), dir, false, fake); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"fail0"}, order); diff != "" {
 		t.Errorf("second start: applied (-want +got):\n%s", diff)
+	}
+}
+
+// TestApplyDirKeepStateFile is nmstate.conf's keep_state_file_after_apply:
+// files keep their names, .applied copies record what was applied, and
+// only new or changed files are applied again.
+func TestApplyDirKeepStateFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eth1 := "interfaces:\n- name: eth1\n  state: up\n"
+	write("01-eth1.yml", eth1)
+	write("02-eth2.yml", "interfaces:\n- name: eth2\n  state: up\n")
+	write("03-fails.yml", "interfaces:\n- name: fail0\n  state: up\n")
+	var order []string
+	fake := func(_ context.Context, _ string, st *nmstate.State) error {
+		order = append(order, st.Interfaces[0].Name)
+		if st.Interfaces[0].Name == "fail0" {
+			return errors.New("apply failed")
+		}
+		return nil
+	}
+	run := func() []string {
+		t.Helper()
+		order = nil
+		if _, err := ApplyDir(context.Background(), dir, true, fake); err != nil {
+			t.Fatal(err)
+		}
+		return order
+	}
+	if diff := cmp.Diff([]string{"eth1", "eth2", "fail0"}, run()); diff != "" {
+		t.Errorf("first start (-want +got):\n%s", diff)
+	}
+	for name, want := range map[string]string{"01-eth1.yml": eth1, "01-eth1.applied": eth1} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "03-fails.applied")); err == nil {
+		t.Error("a failed file got an .applied copy")
+	}
+	if diff := cmp.Diff([]string{"fail0"}, run()); diff != "" {
+		t.Errorf("second start, nothing changed (-want +got):\n%s", diff)
+	}
+	write("02-eth2.yml", "interfaces:\n- name: eth2\n  state: up\n  mtu: 1400\n")
+	if diff := cmp.Diff([]string{"eth2", "fail0"}, run()); diff != "" {
+		t.Errorf("third start, 02-eth2.yml changed (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadServiceConfig(t *testing.T) {
+	tests := []struct {
+		name, conf string
+		keep       bool
+		wantErr    string
+	}{
+		{name: "no file"},
+		{name: "keep", conf: "[service]\nkeep_state_file_after_apply = true\n", keep: true},
+		{name: "off, with comments and unknown keys", conf: "# OpenShift\n[service]\nkeep_state_file_after_apply = false\nfuture = 1\n[other]\nx = \"y\"\n"},
+		{name: "not TOML", conf: "[service\n", wantErr: "nmstate.conf"},
+		{name: "wrong type", conf: "[service]\nkeep_state_file_after_apply = \"yes\"\n", wantErr: "keep_state_file_after_apply"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.conf != "" {
+				if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.conf), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := ReadServiceConfig(dir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Service.KeepStateFileAfterApply != tc.keep {
+				t.Errorf("keep = %v, want %v", c.Service.KeepStateFileAfterApply, tc.keep)
+			}
+		})
 	}
 }

@@ -295,7 +295,7 @@ func (c *cluster) handlerLogText(t testing.TB, node string) []byte {
 // kubelet mode the pod's hostPath below the node's /var/lib.
 func (c *cluster) stateDir(node string) string {
 	if c.st.Kubelet {
-		return filepath.Join(c.dir, "nodes", node, "var", "lib", "knmstate", "handler")
+		return filepath.Join(c.dir, "nodes", node, "var", "lib", "knmstate")
 	}
 	return filepath.Join(c.dir, "nodes", node, "state")
 }

@@ -47,6 +47,8 @@ func expectRollback(t *testing.T, name, desired string) {
 	failing := es[0].Status.Conditions.Find(shared.NodeNetworkConfigurationEnactmentConditionFailing)
 	if failing == nil || !strings.Contains(failing.Message, "rolling back") {
 		t.Errorf("enactment failed without a rollback: %+v", failing)
+	} else {
+		t.Logf("enactment failing: %s", failing.Message)
 	}
 	if n := c.applies(t, rollbackNode) - applied; n < 1 {
 		t.Errorf("%d apply attempts logged on %s, want at least 1", n, rollbackNode)

@@ -30,3 +30,34 @@ func TestKnmstateBondVLANExample(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestKnmstateVRFNameExample applies kubernetes-nmstate's VRF e2e state
+// whose route names its VRF with `vrf-name` (nmstate 2.2.55), checks the
+// route is in the VRF's table 103, and removes the VRF again.
+func TestKnmstateVRFNameExample(t *testing.T) {
+	cleanup, err := nmstate.Decode([]byte(vrfNameCleanup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t)
+	desired := policyState(t, vrfNameFile)
+	if err := runSteps(context.Background(), t, n, []string{vrfNameFile}, []*nmstate.State{desired}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := n.backend.Show(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range st.Routes.Config {
+		if r.Destination != nil && r.Destination.String() == "1.2.3.0/24" {
+			found = r.TableID != nil && *r.TableID == 103 && r.NextHopInterface != nil && *r.NextHopInterface == "eth1"
+		}
+	}
+	if !found {
+		t.Fatalf("no route 1.2.3.0/24 dev eth1 in table 103 after the vrf-name policy: %+v", st.Routes.Config)
+	}
+	if err := runSteps(context.Background(), t, n, []string{"vrf-name cleanup"}, []*nmstate.State{cleanup}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -311,12 +311,24 @@ func unameIn(path string) (name string, back bool, err error) {
 	return unix.ByteSliceToString(u.Nodename[:]), back, err
 }
 
-// checkRoute finds a desired route in its table by destination, gateway
-// and, for blackhole and similar types, route type.
+// checkRoute finds a desired route in its table (a vrf-name's: the VRF
+// link's) by destination, gateway and, for blackhole and similar types,
+// route type.
 func (n *node) checkRoute(r nmstate.Route) error {
 	table := unix.RT_TABLE_MAIN
 	if r.TableID != nil && *r.TableID != 0 {
 		table = int(*r.TableID)
+	}
+	if r.VRFName != nil {
+		l, err := n.ns.Netlink.LinkByName(*r.VRFName)
+		if err != nil {
+			return fmt.Errorf("vrf-name %s: %w", *r.VRFName, err)
+		}
+		vrf, ok := l.(*netlink.Vrf)
+		if !ok {
+			return fmt.Errorf("vrf-name %s: a %s link, not a vrf", *r.VRFName, l.Type())
+		}
+		table = int(vrf.Table)
 	}
 	_, dst, err := net.ParseCIDR(r.Destination.String())
 	if err != nil {

@@ -31,6 +31,59 @@ interfaces:
 - {name: bond0, type: bond, state: absent}
 `
 
+// vrfNameFile is kubernetes-nmstate's VRF e2e state that names the route's
+// VRF with nmstate 2.2.55's `vrf-name` instead of a table-id.
+const vrfNameFile = "testdata/knmstate-examples/vrf-name.yaml"
+
+// vrfNameCleanup removes what the vrf-name policy creates (vrfAbsent of
+// the upstream test) and eth1's address.
+const vrfNameCleanup = `
+interfaces:
+- {name: vrf103, type: vrf, state: absent}
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}}
+`
+
+// policyState decodes the spec.desiredState of the policy in file.
+func policyState(t *testing.T, file string) *nmstate.State {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy struct {
+		Spec struct {
+			DesiredState json.RawMessage `json:"desiredState"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &policy); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	s, err := nmstate.Decode(policy.Spec.DesiredState)
+	if err != nil {
+		t.Fatalf("%s: spec.desiredState: %v", file, err)
+	}
+	return s
+}
+
+// TestVRFNameExamplePlan plans the vrf-name policy against a node with
+// eth1 and no VRF: the route goes to the VRF's table 103.
+func TestVRFNameExamplePlan(t *testing.T) {
+	cur, err := nmstate.Decode([]byte(`
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: false}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := nmstate.Merge(policyState(t, vrfNameFile), cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Routes) != 1 || m.Routes[0].TableID == nil || *m.Routes[0].TableID != 103 || m.Routes[0].VRFName != nil {
+		t.Fatalf("merged routes = %+v, want the route in table 103 without vrf-name", m.Routes)
+	}
+}
+
 // staticBondVLAN reads the policy's spec.desiredState and replaces every
 // DHCPv4 configuration by the static address of bondVLANAddresses.
 func staticBondVLAN(t *testing.T) *nmstate.State {

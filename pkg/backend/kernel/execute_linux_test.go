@@ -224,6 +224,68 @@ func TestExecuteRouteMetricChangeReplacesOldRoute(t *testing.T) {
 	}
 }
 
+// TestExecuteRouteMetrics installs a route with nmstate 2.2.42+'s route
+// metrics and reads them back; a later replace without them clears them.
+func TestExecuteRouteMetrics(t *testing.T) {
+	_, b := openNS(t, Options{})
+	base := func() nmstate.Route {
+		return nmstate.Route{Destination: statetest.Ptr(prefix("198.51.100.0/24")), NextHopInterface: str("veth0"),
+			NextHopAddress: statetest.Ptr(addr("192.0.2.254")), Metric: statetest.Ptr(int64(100)), TableID: u32(254)}
+	}
+	withMetrics := base()
+	withMetrics.MTU, withMetrics.LockMTU = u32(1400), statetest.Ptr(true)
+	withMetrics.AdvMSS, withMetrics.InitCwnd, withMetrics.InitRwnd = u32(1360), u32(20), u32(30)
+	withMetrics.QuickACK = statetest.Ptr(true)
+	execute(t, b,
+		nmstate.LinkCreate{Iface: nmstate.Interface{Name: "veth0", Type: nmstate.TypeVeth, Veth: &nmstate.Veth{Peer: "veth1"}}},
+		nmstate.LinkSetState{Name: "veth0", Up: true},
+		nmstate.AddrAdd{Iface: "veth0", Address: staticAddr("192.0.2.1/24")},
+		nmstate.RouteReplace{Route: withMetrics},
+	)
+	if diff := cmp.Diff([]nmstate.Route{withMetrics}, show(t, b).Routes.Config, ignoreVolatile); diff != "" {
+		t.Errorf("routes.config with metrics (-want +got):\n%s", diff)
+	}
+	unlocked := base()
+	unlocked.MTU = u32(1300)
+	execute(t, b, nmstate.RouteReplace{Route: unlocked})
+	unlocked.LockMTU = statetest.Ptr(false)
+	if diff := cmp.Diff([]nmstate.Route{unlocked}, show(t, b).Routes.Config, ignoreVolatile); diff != "" {
+		t.Errorf("routes.config after replace (-want +got):\n%s", diff)
+	}
+}
+
+// TestExecuteAltNames sets a link's alternative names to a target set
+// (nmstate 2.2.51's alt-names) and reads them back sorted.
+func TestExecuteAltNames(t *testing.T) {
+	_, b := openNS(t, Options{})
+	alt := func(names ...string) *[]nmstate.AltName {
+		l := []nmstate.AltName{}
+		for _, n := range names {
+			l = append(l, nmstate.AltName{Name: n})
+		}
+		return &l
+	}
+	veth := nmstate.Interface{Name: "veth0", Type: nmstate.TypeVeth, Veth: &nmstate.Veth{Peer: "veth1"}, AltNames: alt("port1", "a-very-long-alternative-name-of-veth0")}
+	execute(t, b, nmstate.LinkCreate{Iface: veth})
+	got := func() *[]nmstate.AltName {
+		t.Helper()
+		for _, ifc := range show(t, b).Interfaces {
+			if ifc.Name == "veth0" {
+				return ifc.AltNames
+			}
+		}
+		t.Fatal("veth0 not shown")
+		return nil
+	}
+	if diff := cmp.Diff(alt("a-very-long-alternative-name-of-veth0", "port1"), got()); diff != "" {
+		t.Errorf("alt-names after create (-want +got):\n%s", diff)
+	}
+	execute(t, b, nmstate.LinkModify{Iface: nmstate.Interface{Name: "veth0", Type: nmstate.TypeVeth, AltNames: alt("port1", "port2")}})
+	if diff := cmp.Diff(alt("port1", "port2"), got()); diff != "" {
+		t.Errorf("alt-names after modify (-want +got):\n%s", diff)
+	}
+}
+
 func TestExecuteErrorNamesTheOperation(t *testing.T) {
 	_, b := openNS(t, Options{})
 	op := nmstate.AddrAdd{Iface: "nosuch0", Address: staticAddr("192.0.2.1/24")}

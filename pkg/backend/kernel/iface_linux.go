@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"net"
+	"slices"
 	"sort"
 	"strings"
 
@@ -119,6 +120,14 @@ func linkToInterface(kl *kernelLink, v *linkView) nmstate.Interface {
 	ifc.AcceptAllMAC = ptr(a.RawFlags&unix.IFF_PROMISC != 0)
 	if a.Alias != "" {
 		ifc.Description = ptr(a.Alias)
+	}
+	if len(a.AltNames) > 0 {
+		names := slices.Sorted(slices.Values(a.AltNames))
+		alt := make([]nmstate.AltName, len(names))
+		for i, n := range names {
+			alt[i] = nmstate.AltName{Name: n}
+		}
+		ifc.AltNames = &alt
 	}
 	if a.MasterIndex != 0 {
 		if name := v.name(a.MasterIndex); name != "" {

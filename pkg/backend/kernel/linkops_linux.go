@@ -146,7 +146,7 @@ func (b *Backend) addVeth(v *netlink.Veth) error {
 // hasLinkSettings reports whether linkModify has anything to set (or
 // refuse) for ifc.
 func hasLinkSettings(ifc nmstate.Interface) bool {
-	return ifc.MTU != nil || ifc.MACAddress != nil || ifc.AcceptAllMAC != nil || ifc.Description != nil ||
+	return ifc.MTU != nil || ifc.MACAddress != nil || ifc.AcceptAllMAC != nil || ifc.Description != nil || ifc.AltNames != nil ||
 		ifc.Ethernet != nil || ifc.Ethtool != nil || ifc.LinuxBridge != nil || ifc.LinkAggregation != nil ||
 		ifc.VLAN != nil || ifc.MacVlan != nil || ifc.MacVtap != nil ||
 		(ifc.VXLAN != nil && ifc.VXLAN.Learning != nil) || (ifc.IPVlan != nil && ifc.IPVlan.Mode != nil)
@@ -333,7 +333,7 @@ func (ex *executor) linkModify(ifc nmstate.Interface) error {
 		l   netlink.Link
 		err error
 	)
-	if ifc.MTU != nil || ifc.MACAddress != nil || ifc.Description != nil || ifc.LinkAggregation != nil {
+	if ifc.MTU != nil || ifc.MACAddress != nil || ifc.Description != nil || ifc.LinkAggregation != nil || ifc.AltNames != nil {
 		l, err = ex.links.freshLink(ifc.Name)
 	} else {
 		l, err = ex.links.mustLink(ifc.Name)
@@ -364,6 +364,11 @@ func (ex *executor) linkModify(ifc nmstate.Interface) error {
 	if ifc.Description != nil && a.Alias != *ifc.Description {
 		if err := b.h.LinkSetAlias(l, *ifc.Description); err != nil {
 			return classify(err)
+		}
+	}
+	if ifc.AltNames != nil {
+		if err := b.setAltNames(l, *ifc.AltNames); err != nil {
+			return err
 		}
 	}
 	switch {
@@ -504,4 +509,33 @@ func (ex *executor) linkSetController(name, controller string) error {
 		return classify(err)
 	}
 	return ex.attachedToBond(name, controller, l)
+}
+
+// setAltNames makes the link's alternative names the target set: names
+// not in it are removed first (a name may move between links), then the
+// missing ones are added.
+func (b *Backend) setAltNames(l netlink.Link, target []nmstate.AltName) error {
+	want := map[string]bool{}
+	for _, a := range target {
+		if !a.IsAbsent() {
+			want[a.Name] = true
+		}
+	}
+	have := map[string]bool{}
+	for _, n := range l.Attrs().AltNames {
+		have[n] = true
+		if !want[n] {
+			if err := b.h.LinkDelAltName(l, n); err != nil {
+				return fmt.Errorf("removing alternative name %s of %s: %w", n, l.Attrs().Name, classify(err))
+			}
+		}
+	}
+	for _, a := range target {
+		if want[a.Name] && !have[a.Name] {
+			if err := b.h.LinkAddAltName(l, a.Name); err != nil {
+				return fmt.Errorf("adding alternative name %s to %s: %w", a.Name, l.Attrs().Name, classify(err))
+			}
+		}
+	}
+	return nil
 }

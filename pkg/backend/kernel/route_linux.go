@@ -37,7 +37,10 @@ type kernelRoute struct {
 	hasMetric       bool
 	cwnd            uint32
 	cwndLocked      bool
-	weight          uint16 // 0 = not a multipath next hop
+	// The other route metrics nmstate shows (0 = not set).
+	mtu, advmss, initcwnd, initrwnd uint32
+	mtuLocked, quickack             bool
+	weight                          uint16 // 0 = not a multipath next hop
 }
 
 // dumpRoutes lists the routes of every table and both families that
@@ -101,10 +104,21 @@ func parseRouteMessage(m []byte) ([]kernelRoute, error) {
 					lock = nl.NativeEndian().Uint32(mv)
 				case unix.RTAX_CWND:
 					r.cwnd = nl.NativeEndian().Uint32(mv)
+				case unix.RTAX_MTU:
+					r.mtu = nl.NativeEndian().Uint32(mv)
+				case unix.RTAX_ADVMSS:
+					r.advmss = nl.NativeEndian().Uint32(mv)
+				case unix.RTAX_INITCWND:
+					r.initcwnd = nl.NativeEndian().Uint32(mv)
+				case unix.RTAX_INITRWND:
+					r.initrwnd = nl.NativeEndian().Uint32(mv)
+				case unix.RTAX_QUICKACK:
+					r.quickack = nl.NativeEndian().Uint32(mv) != 0
 				}
 			})
 			if err == nil {
 				r.cwndLocked = lock&(1<<unix.RTAX_CWND) != 0
+				r.mtuLocked = lock&(1<<unix.RTAX_MTU) != 0
 			}
 		case unix.RTA_MULTIPATH:
 			multipath = v
@@ -208,6 +222,21 @@ func kernelRouteToRoute(r kernelRoute, v *linkView) nmstate.Route {
 	if r.weight != 0 {
 		out.Weight = ptr(r.weight)
 	}
+	if r.mtu != 0 {
+		out.MTU, out.LockMTU = ptr(r.mtu), ptr(r.mtuLocked)
+	}
+	if r.advmss != 0 {
+		out.AdvMSS = ptr(r.advmss)
+	}
+	if r.initcwnd != 0 {
+		out.InitCwnd = ptr(r.initcwnd)
+	}
+	if r.initrwnd != 0 {
+		out.InitRwnd = ptr(r.initrwnd)
+	}
+	if r.quickack {
+		out.QuickACK = ptr(true)
+	}
 	return out
 }
 
@@ -289,11 +318,54 @@ func (b *Backend) routeRequest(r nmstate.Route, del bool, ifindex func(string) (
 	if r.Source != nil && r.Source.IsValid() {
 		req.AddData(nl.NewRtAttr(unix.RTA_PREFSRC, r.Source.Unmap().AsSlice()))
 	}
-	if !del && r.Cwnd != nil && *r.Cwnd != 0 {
-		metrics := nl.NewRtAttr(unix.RTA_METRICS, nil)
-		metrics.AddRtAttr(unix.RTAX_LOCK, nl.Uint32Attr(1<<unix.RTAX_CWND))
-		metrics.AddRtAttr(unix.RTAX_CWND, nl.Uint32Attr(*r.Cwnd))
-		req.AddData(metrics)
+	if !del {
+		if m := routeMetrics(r); m != nil {
+			req.AddData(m)
+		}
 	}
 	return req, nil
+}
+
+// routeMetrics is the RTA_METRICS attribute of a route, nil when it sets
+// none: cwnd always locked (nmstate's cwnd is the locked window), mtu
+// locked with lock-mtu, advmss, initcwnd, initrwnd and quickack as given.
+func routeMetrics(r nmstate.Route) *nl.RtAttr {
+	var lock uint32
+	type metric struct {
+		typ int
+		val uint32
+	}
+	var ms []metric
+	if r.Cwnd != nil && *r.Cwnd != 0 {
+		lock |= 1 << unix.RTAX_CWND
+		ms = append(ms, metric{unix.RTAX_CWND, *r.Cwnd})
+	}
+	if r.MTU != nil && *r.MTU != 0 {
+		if r.LockMTU != nil && *r.LockMTU {
+			lock |= 1 << unix.RTAX_MTU
+		}
+		ms = append(ms, metric{unix.RTAX_MTU, *r.MTU})
+	}
+	for _, m := range []struct {
+		typ int
+		val *uint32
+	}{{unix.RTAX_ADVMSS, r.AdvMSS}, {unix.RTAX_INITCWND, r.InitCwnd}, {unix.RTAX_INITRWND, r.InitRwnd}} {
+		if m.val != nil && *m.val != 0 {
+			ms = append(ms, metric{m.typ, *m.val})
+		}
+	}
+	if r.QuickACK != nil && *r.QuickACK {
+		ms = append(ms, metric{unix.RTAX_QUICKACK, 1})
+	}
+	if len(ms) == 0 {
+		return nil
+	}
+	attr := nl.NewRtAttr(unix.RTA_METRICS, nil)
+	if lock != 0 {
+		attr.AddRtAttr(unix.RTAX_LOCK, nl.Uint32Attr(lock))
+	}
+	for _, m := range ms {
+		attr.AddRtAttr(m.typ, nl.Uint32Attr(m.val))
+	}
+	return attr
 }
