@@ -47,6 +47,9 @@ const (
 	InjectCABundleAnnotation = "service.beta.openshift.io/inject-cabundle"
 )
 
+// nonRootSCC is the SCC of the non-privileged pods.
+const nonRootSCC = "nonroot-v2"
+
 // OpenShiftParams render knmstate for OpenShift.
 type OpenShiftParams struct {
 	// TLSArgs are the servers' --tls-* flags from the cluster's TLS
@@ -202,11 +205,17 @@ func OpenShiftify(p Params, objs []client.Object) {
 					rbacv1.PolicyRule{APIGroups: []string{"config.openshift.io"}, Resources: []string{"clusteroperators", "clusteroperators/status"}, ResourceNames: []string{ClusterOperatorName}, Verbs: []string{"update", "patch"}},
 					// The NMState it creates on the enabled platforms.
 					rbacv1.PolicyRule{APIGroups: []string{"nmstate.io"}, Resources: []string{"nmstates"}, Verbs: []string{"create"}},
-					// It grants the handler the privileged SCC.
-					rbacv1.PolicyRule{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"}, ResourceNames: []string{"privileged"}, Verbs: []string{"use"}},
+					// Its own pod's SCC, and it grants the handler the
+					// privileged one.
+					rbacv1.PolicyRule{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"}, ResourceNames: []string{"privileged", nonRootSCC}, Verbs: []string{"use"}},
 				)
+			case ControllerName:
+				t.Rules = append(t.Rules, rbacv1.PolicyRule{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"}, ResourceNames: []string{nonRootSCC}, Verbs: []string{"use"}})
 			}
 		case *rbacv1.Role:
+			if t.Name == WebhookName+"-secrets" {
+				t.Rules = append(t.Rules, rbacv1.PolicyRule{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"}, ResourceNames: []string{nonRootSCC}, Verbs: []string{"use"}})
+			}
 			if t.Name == OperatorName {
 				// The administrator's settings (OperatorConfigName).
 				t.Rules = append(t.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}})
@@ -218,12 +227,10 @@ func OpenShiftify(p Params, objs []client.Object) {
 		case *appsv1.DaemonSet:
 			openShiftPod(&t.Spec.Template, "privileged")
 		case *appsv1.Deployment:
-			openShiftPod(&t.Spec.Template, "restricted-v2")
-			// restricted-v2 assigns a UID from the namespace's range and
-			// refuses a pod asking for one outside it.
-			if sc := t.Spec.Template.Spec.SecurityContext; sc != nil {
-				sc.RunAsUser, sc.RunAsGroup, sc.FSGroup = nil, nil, nil
-			}
+			// nonroot-v2 is restricted-v2 that lets the pod keep the
+			// image's non-root UID (65532) instead of one from the
+			// namespace's range, so the same pod spec runs everywhere.
+			openShiftPod(&t.Spec.Template, nonRootSCC)
 			c := &t.Spec.Template.Spec.Containers[0]
 			switch t.Name {
 			case WebhookName:

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -12,7 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/knmstate/knmstate/deploy"
 )
 
 // The payload follows the Cluster Version Operator's rules: run-level file
@@ -61,8 +65,8 @@ func TestOpenShiftPayload(t *testing.T) {
 						t.Errorf("operator env %v lacks RELEASE_VERSION", c.Env)
 					}
 				}
-				if sc := x.Spec.Template.Spec.SecurityContext; sc != nil && sc.RunAsUser != nil {
-					t.Errorf("operator pod asks for UID %d: restricted-v2 refuses it", *sc.RunAsUser)
+				if x.Spec.Template.Annotations["openshift.io/required-scc"] != nonRootSCC {
+					t.Errorf("operator pod's SCC %q: its fixed non-root UID needs %s", x.Spec.Template.Annotations["openshift.io/required-scc"], nonRootSCC)
 				}
 			case *unstructured.Unstructured:
 				if x.GetKind() == "ClusterOperator" {
@@ -140,7 +144,7 @@ func TestOpenShiftOperands(t *testing.T) {
 			if x.Name == WebhookName && slices.Contains(x.Spec.Template.Spec.Containers[0].Args, tlsArgs[0]) {
 				sawTLS = true
 			}
-			if x.Spec.Template.Annotations["openshift.io/required-scc"] != "restricted-v2" {
+			if x.Spec.Template.Annotations["openshift.io/required-scc"] != nonRootSCC {
 				t.Errorf("Deployment %s: required-scc %q", x.Name, x.Spec.Template.Annotations["openshift.io/required-scc"])
 			}
 		case *appsv1.DaemonSet:
@@ -172,4 +176,55 @@ func kindOf(o any) string {
 		return u.GetKind()
 	}
 	return fmt.Sprintf("%T", o)
+}
+
+// The payload's CRDs are deploy/crds' (what controller-gen wrote), only
+// annotated: encoding them must not drop what an empty value means
+// (subresources.status: {} turns the status subresource on).
+func TestOpenShiftPayloadCRDs(t *testing.T) {
+	files, _, err := OpenShiftPayload(Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crdFile []client.Object
+	for n, objs := range files {
+		if strings.HasSuffix(n, "_crds.yaml") {
+			crdFile = objs
+		}
+	}
+	y, err := EncodeYAML(crdFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	for _, doc := range strings.Split(string(y), "\n---\n") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		md := m["metadata"].(map[string]any)
+		delete(md, "annotations")
+		got = append(got, m)
+	}
+	orig, err := deploy.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orig) != len(got) {
+		t.Fatalf("%d CRDs in the payload, %d in deploy/crds", len(got), len(orig))
+	}
+	for i, doc := range orig {
+		var want map[string]any
+		if err := yaml.Unmarshal(doc, &want); err != nil {
+			t.Fatal(err)
+		}
+		if md, ok := want["metadata"].(map[string]any); ok {
+			delete(md, "annotations")
+		}
+		wb, _ := json.Marshal(want)
+		gb, _ := json.Marshal(got[i])
+		if string(wb) != string(gb) {
+			t.Errorf("payload CRD %d differs from deploy/crds:\n%s\n---- vs ----\n%s", i, gb, wb)
+		}
+	}
 }

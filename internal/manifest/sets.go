@@ -140,7 +140,16 @@ func EncodeYAML(objs []client.Object) ([]byte, error) {
 			if m, err = runtime.DefaultUnstructuredConverter.ToUnstructured(o); err != nil {
 				return nil, fmt.Errorf("encoding %s: %w", o.GetName(), err)
 			}
-			prune(m)
+			if _, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+				// A schema's empty values mean something (default: {},
+				// subresources.status: {}): only the status goes.
+				delete(m, "status")
+				if md, ok := m["metadata"].(map[string]any); ok {
+					delete(md, "creationTimestamp")
+				}
+			} else {
+				prune(m)
+			}
 		}
 		y, err := yaml.Marshal(m)
 		if err != nil {
