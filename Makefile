@@ -45,10 +45,11 @@ test: setup ## the whole test suite
 	$(MAKE) test-kubelet
 	$(MAKE) test-kernel
 
-test-kubelet: setup build images ## the e2e suite (as inside a container), the rollback tests and the operator suite on kubelet-mode labs: knmstate as pods from bin/images
+test-kubelet: setup build images ## the e2e suite (as inside a container), the rollback tests, the operator suite and the OpenShift suite on kubelet-mode labs: knmstate as pods from bin/images
 	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./test/e2e/ -args -e2e.kubelet -e2e.knmstate=$(CURDIR)/bin/knmstate -e2e.images=$(CURDIR)/bin/images
 	$(GO) test -count=1 -timeout 15m ./test/cluster/ -run 'TestRollback|TestBrokenDefaultRoute|TestSecondHandlerWaitsForNodeLock|TestPendingCheckpoint' -args -cluster.kubelet -cluster.knmstate=$(CURDIR)/bin/knmstate -cluster.images=$(CURDIR)/bin/images
 	$(GO) test -count=1 -tags kubelet -timeout 20m ./test/operator/ -args -operator.knmstate=$(CURDIR)/bin/knmstate -operator.images=$(CURDIR)/bin/images
+	$(GO) test -count=1 -tags kubelet -timeout 15m ./test/openshift/ -args -openshift.knmstate=$(CURDIR)/bin/knmstate -openshift.images=$(CURDIR)/bin/images
 
 test-container: setup ## the lab and e2e packages again, as inside a container (private mount namespace, fresh /run)
 	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./pkg/nsrun/ ./internal/labnet/... ./internal/lab/ ./test/e2e/

@@ -533,6 +533,10 @@ func (s *supervisor) buildKubelet(ctx context.Context, cancel context.CancelFunc
 		s.step("playing OpenShift: config.openshift.io CRDs, infrastructure/cluster on "+o.OpenShiftPlatform+", service CA", t)
 	}
 	if o.Install == InstallNone {
+		if o.OpenShiftPlatform != "" {
+			s.note("the payload is not applied (--install none): deploy/openshift's files, in file-name order, with the lab registry's image, install it")
+			return nil
+		}
 		s.note("knmstate is not installed (--install none): kubectl apply -k deploy/operator (with the lab registry's image) installs it")
 		return nil
 	}

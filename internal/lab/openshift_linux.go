@@ -267,3 +267,20 @@ func WaitClusterOperatorAvailable(ctx context.Context, dyn dynamic.Interface, ti
 		}
 	}
 }
+
+// PayloadForLab is PayloadObjects for a running lab: its registry's image
+// and its DNS probe name, plus handlerArgs.
+func PayloadForLab(st *State, handlerArgs []string) ([]*unstructured.Unstructured, error) {
+	img, ok := st.Images["knmstate"]
+	if !ok {
+		return nil, fmt.Errorf("lab %s serves no knmstate image (kubelet mode)", st.Name)
+	}
+	objs, skipped, err := PayloadObjects(img, append([]string{"--probe-dns-host=" + apiHost}, handlerArgs...))
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		return nil, fmt.Errorf("the lab's CVO would leave out: %s", strings.Join(skipped, "; "))
+	}
+	return objs, nil
+}
