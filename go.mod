@@ -2,6 +2,9 @@ module github.com/knmstate/knmstate
 
 go 1.26.0
 
+// The web views' npm packages are no Go code (some ship .go files).
+ignore ./web/node_modules
+
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/evanphx/json-patch/v5 v5.9.11
