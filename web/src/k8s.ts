@@ -101,6 +101,7 @@ export function useWatch<T extends Resource>(path: string): Watched<T> {
             rv = list.metadata.resourceVersion;
             publish();
           }
+          const started = Date.now();
           const resp = await fetch(`${path}?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}`, { signal: abort.signal });
           if (!resp.ok || !resp.body) {
             await check(resp);
@@ -134,6 +135,9 @@ export function useWatch<T extends Resource>(path: string): Watched<T> {
             if (changed) publish();
             if (rv === '') break;
           }
+          // A watch the server (or a proxy) ends at once is not retried
+          // in a tight loop.
+          if (Date.now() - started < 1000) await sleep(1000);
         } catch (e) {
           if (abort.signal.aborted) return;
           publish(e instanceof Error ? e.message : String(e));
