@@ -5,7 +5,9 @@ package ui
 import "time"
 
 // nodeKernel is this machine's kernel (no bonding or 802.1q): the
-// topology test stacks a bridge on the NICs. -tags qemu runs the nodes on
+// topology test puts a bridge on eth1. One port only: eth1 and eth2 reach
+// the same lab switch, and a bridge of both (STP off) is a loop whose
+// broadcast storm takes the lab's API server down. -tags qemu runs the nodes on
 // Debian's kernel and stacks bond, VLAN and bridge (mode_qemu_test.go).
 const nodeKernel = ""
 
@@ -28,7 +30,7 @@ spec:
       ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.77, prefix-length: 24}]}
       bridge:
         options: {stp: {enabled: false}}
-        port: [{name: eth1}, {name: eth2}]
+        port: [{name: eth1}]
 `
 
-var stackedEdges = []string{"port:eth1->br-ui", "port:eth2->br-ui"}
+var stackedEdges = []string{"port:eth1->br-ui"}

@@ -103,7 +103,7 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 // js runs a statement in the page.
 func js(expr string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := chromedp.Evaluate[any](expr + "; null")(ctx, tg)
+		_, err := chromedp.Evaluate[any](expr+"; null")(ctx, tg)
 		return chromedp.Void{}, err
 	}
 }
