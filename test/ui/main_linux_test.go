@@ -38,6 +38,7 @@ type suite struct {
 	url                       string // the printed URL, with its token
 	base                      string // http://host:port
 	browser                   context.Context
+	closeTab                  context.CancelFunc // the open tab's
 }
 
 var s *suite

@@ -43,7 +43,6 @@ import {
   enactmentStates,
   Policy,
   policyCondition,
-  Resource,
 } from './policy';
 import { PolicyFormModal } from './PolicyForm';
 import { YamlModal } from './YamlModal';
@@ -74,7 +73,7 @@ export function PoliciesPage({
   route: Route;
   policies: Watched<Policy>;
   enactments: Enactment[];
-  nodes: Resource[];
+  nodes: number;
 }) {
   const [dialog, setDialog] = useState<Dialog>();
   const [tab, setTab] = useState<string | number>('enactments');
@@ -173,7 +172,7 @@ export function PoliciesPage({
             </Button>
           </ToolbarItem>
           <ToolbarItem>
-            <Content component="small">{`${nodes.length} nodes`}</Content>
+            <Content component="small">{`${nodes} nodes reporting`}</Content>
           </ToolbarItem>
         </ToolbarContent>
       </Toolbar>
