@@ -402,3 +402,19 @@ func Nmcli(ctx context.Context, addr string, args ...string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// Checkpoints counts NetworkManager's pending checkpoints (the Manager's
+// Checkpoints property), read on the bus at addr.
+func Checkpoints(addr string) (int, error) {
+	conn, err := dbus.Connect(addr)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	v, err := conn.Object("org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager").GetProperty("org.freedesktop.NetworkManager.Checkpoints")
+	if err != nil {
+		return 0, err
+	}
+	cps, _ := v.Value().([]dbus.ObjectPath)
+	return len(cps), nil
+}

@@ -36,8 +36,13 @@ type Checkpointer interface {
 	CheckpointDestroy(ctx context.Context, id string) error
 }
 
-// Named is a backend that says its name for the checkpoint record.
+// Named is a backend that says its name (and, with Address, how to reach
+// it) for the checkpoint record.
 type Named interface{ Name() string }
+
+// Addressed is a backend reached at an address another process needs to
+// roll back (a D-Bus address).
+type Addressed interface{ Address() string }
 
 // execute runs a plan (or the merged state, for a MergedExecutor).
 func execute(ctx context.Context, b Backend, m *nmstate.Merged, p *nmstate.Plan) error {
@@ -244,6 +249,9 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 	}
 	if n, ok := b.(Named); ok {
 		rec.Backend = n.Name()
+	}
+	if a, ok := b.(Addressed); ok {
+		rec.BackendAddress = a.Address()
 	}
 	if cp, ok := b.(Checkpointer); ok {
 		bid, err := cp.CheckpointCreate(ctx, o.Timeout)

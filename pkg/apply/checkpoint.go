@@ -39,6 +39,9 @@ type Checkpoint struct {
 	// record.
 	Backend           string
 	BackendCheckpoint string
+	// BackendAddress is how another process reaches the backend (the
+	// D-Bus address of NetworkManager's bus; "" = the default).
+	BackendAddress string
 }
 
 // checkpointWire is the JSON form; states are embedded in their canonical
@@ -53,6 +56,7 @@ type checkpointWire struct {
 	UTSNS             string          `json:"utsNS,omitempty"`
 	Backend           string          `json:"backend,omitempty"`
 	BackendCheckpoint string          `json:"backendCheckpoint,omitempty"`
+	BackendAddress    string          `json:"backendAddress,omitempty"`
 	Before            json.RawMessage `json:"before"`
 	Desired           json.RawMessage `json:"desired"`
 	Revert            json.RawMessage `json:"revert"`
@@ -72,6 +76,7 @@ type checkpointHead struct {
 	UTSNS             string    `json:"utsNS,omitempty"`
 	Backend           string    `json:"backend,omitempty"`
 	BackendCheckpoint string    `json:"backendCheckpoint,omitempty"`
+	BackendAddress    string    `json:"backendAddress,omitempty"`
 }
 
 // MarshalJSON encodes the record for the state directory.
@@ -233,7 +238,7 @@ func (e *recordEncoding) assemble(c *Checkpoint) ([]byte, error) {
 	head, err := json.Marshal(checkpointHead{
 		Version: recordVersion, ID: c.ID, Created: c.Created.UTC(), Deadline: c.Deadline.UTC(),
 		NetNS: c.NetNS, ResolvConf: c.ResolvConf, UTSNS: c.UTSNS,
-		Backend: c.Backend, BackendCheckpoint: c.BackendCheckpoint,
+		Backend: c.Backend, BackendCheckpoint: c.BackendCheckpoint, BackendAddress: c.BackendAddress,
 	})
 	if err != nil {
 		e.wait()
@@ -271,7 +276,7 @@ func (c *Checkpoint) UnmarshalJSON(data []byte) error {
 		return errors.New("checkpoint record without id")
 	}
 	*c = Checkpoint{ID: w.ID, Created: w.Created, Deadline: w.Deadline, NetNS: w.NetNS, ResolvConf: w.ResolvConf, UTSNS: w.UTSNS,
-		Backend: w.Backend, BackendCheckpoint: w.BackendCheckpoint}
+		Backend: w.Backend, BackendCheckpoint: w.BackendCheckpoint, BackendAddress: w.BackendAddress}
 	for _, s := range []struct {
 		name string
 		src  json.RawMessage

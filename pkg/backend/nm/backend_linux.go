@@ -87,6 +87,9 @@ func (b *Backend) Close() error {
 // Name returns the backend's name for NNS.
 func (b *Backend) Name() string { return Name }
 
+// Address is the bus address the backend was opened on.
+func (b *Backend) Address() string { return b.opts.Bus }
+
 // Version returns NetworkManager's version.
 func (b *Backend) Version() (string, error) { return b.c.version() }
 
