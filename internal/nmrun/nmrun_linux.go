@@ -194,9 +194,10 @@ func (devNull) Write(p []byte) (int, error) { return len(p), nil }
 // was created with one) and execs it: a tmpfs /run (the machine's /run
 // has no NetworkManager directory, and NetworkManager's pid file and
 // resolv.conf copy must not land there), our run and lib directories bound
-// over the compile-time paths, and a read-only sysfs of this network
-// namespace (read-only: NetworkManager then does not wait for udev, which
-// does not see links of other namespaces).
+// over the compile-time paths, and a sysfs of this network namespace that
+// is read-only at /sys (NetworkManager then does not wait for udev, which
+// does not see links of other namespaces) but writable below /sys/devices
+// (where it writes bridge port options).
 const nmScript = `set -e
 mount -t tmpfs -o mode=0755 knmstate-run /run
 mkdir -p /run/NetworkManager
@@ -204,6 +205,9 @@ mount --bind "$KNM_RUN" /run/NetworkManager
 mount --bind "$KNM_LIB" /var/lib/NetworkManager
 umount -l /sys
 mount -t sysfs -o ro sysfs /sys
+mkdir /run/knmstate-sys
+mount -t sysfs sysfs /run/knmstate-sys
+mount --bind /run/knmstate-sys/devices /sys/devices
 exec NetworkManager --no-daemon --config="$KNM_DIR/NetworkManager.conf" --config-dir="$KNM_DIR/conf.d" \
   --system-config-dir="$KNM_DIR/sysconf.d" --state-file="$KNM_DIR/NetworkManager.state"
 `

@@ -2,6 +2,7 @@ package nmstatectl
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,5 +80,21 @@ func TestCLIBackendFlagRejectsUnknown(t *testing.T) {
 	_, errOut, code := n.run(t, "", "--backend", "systemd", "show")
 	if code == 0 || !strings.Contains(errOut, `--backend: "systemd" is not one of auto, kernel, networkmanager`) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestCLIGC: gc prints upstream's NetworkManager: [[name, content]] form
+// and --output-dir writes the same files with mode 0600.
+func TestCLIGC(t *testing.T) {
+	n := newCLINode(t)
+	out := n.mustRun(t, nmCLIBridge, "gc", "-")
+	if !strings.HasPrefix(out, "NetworkManager:\n  - - br7.nmconnection\n    - |\n      [connection]\n") || !strings.Contains(out, "address1=198.51.100.7/24") {
+		t.Errorf("gc output:\n%s", out)
+	}
+	dir := t.TempDir()
+	n.mustRun(t, nmCLIBridge, "gc", "--output-dir", dir, "-")
+	st, err := os.Stat(filepath.Join(dir, "br7.nmconnection"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("keyfile: %v, mode %v", err, st)
 	}
 }

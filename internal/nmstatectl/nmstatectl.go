@@ -76,6 +76,7 @@ func NewCommand(reexec ...string) *cobra.Command {
 		newAutoconfCmd(),
 		newVersionCmd(),
 		newWatchdogCmd(g),
+		newGCCmd(g),
 	)
 	return root
 }

@@ -36,7 +36,8 @@ type node struct {
 	// nmBus is the bus of the node's NetworkManager ("" on kernel nodes):
 	// applyStep then also checks that NetworkManager holds each
 	// interface that is up.
-	nmBus string
+	nmBus        string
+	nmKeyfileDir string
 }
 
 func newNode(t *testing.T) *node {

@@ -93,22 +93,6 @@ func (c *client) version() (string, error) {
 	return v, c.prop(nmPath, nmIface+".Version", &v)
 }
 
-// profile is a saved connection.
-type profile struct {
-	path     dbus.ObjectPath
-	settings map[string]map[string]dbus.Variant
-	filename string
-	unsaved  bool
-}
-
-func (p *profile) str(sec, key string) string {
-	if v, ok := p.settings[sec][key]; ok {
-		s, _ := v.Value().(string)
-		return s
-	}
-	return ""
-}
-
 func (c *client) profiles(ctx context.Context) ([]*profile, error) {
 	var paths []dbus.ObjectPath
 	if err := c.call(ctx, settingsPath, settingsIface+".ListConnections").Store(&paths); err != nil {
