@@ -360,37 +360,53 @@ func verifyWithRetry(ctx context.Context, b Backend, desired *nmstate.State, o O
 // revert state into what the node shows now (a partial apply is fine:
 // plans converge), execute, and verify the reverted objects.
 func rollback(ctx context.Context, b Backend, rec *Checkpoint, o Options) error {
+	// A backend with its own checkpoint rolls back first; ours then only
+	// finds what it missed. It settles asynchronously (devices being
+	// deleted, addresses restored), so the revert plan is re-read a few
+	// times before ours runs. A checkpoint the backend already rolled
+	// back by its own timer is gone: that is not an error either.
+	attempts := 1
 	if cp, ok := b.(Checkpointer); ok && rec.BackendCheckpoint != "" {
-		// The backend's own rollback first; ours below then only finds
-		// what it missed (an empty plan when it restored everything). A
-		// checkpoint the backend already rolled back by its own timer is
-		// gone: that is not an error either.
-		_ = cp.CheckpointRollback(ctx, rec.BackendCheckpoint)
-	}
-	now, err := b.Show(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the state to roll back: %w", err)
-	}
-	if IsEmpty(rec.Revert) {
-		return nil
-	}
-	m, err := o.engine.merge(rec.Revert, now)
-	if err != nil {
-		return fmt.Errorf("merging the revert state: %w", err)
-	}
-	plan, err := o.engine.plan(m)
-	if err != nil {
-		return fmt.Errorf("planning the rollback: %w", err)
-	}
-	if !plan.Empty() {
-		if err := execute(ctx, b, m, plan); err != nil {
-			return fmt.Errorf("executing the rollback: %w", err)
+		if cp.CheckpointRollback(ctx, rec.BackendCheckpoint) == nil {
+			attempts = o.VerifyRetries
 		}
 	}
-	if err := verifyWithRetry(ctx, b, m.Desired, o); err != nil {
-		return fmt.Errorf("verifying the rollback: %w", err)
+	for i := 0; ; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("rolling back: %w", ctx.Err())
+			case <-time.After(o.VerifyInterval):
+			}
+		}
+		now, err := b.Show(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the state to roll back: %w", err)
+		}
+		if IsEmpty(rec.Revert) {
+			return nil
+		}
+		m, err := o.engine.merge(rec.Revert, now)
+		if err != nil {
+			return fmt.Errorf("merging the revert state: %w", err)
+		}
+		plan, err := o.engine.plan(m)
+		if err != nil {
+			return fmt.Errorf("planning the rollback: %w", err)
+		}
+		if !plan.Empty() && i+1 < attempts {
+			continue
+		}
+		if !plan.Empty() {
+			if err := execute(ctx, b, m, plan); err != nil {
+				return fmt.Errorf("executing the rollback: %w", err)
+			}
+		}
+		if err := verifyWithRetry(ctx, b, m.Desired, o); err != nil {
+			return fmt.Errorf("verifying the rollback: %w", err)
+		}
+		return nil
 	}
-	return nil
 }
 
 // memoryOnly turns absent interfaces into down (nmstate --memory-only):

@@ -275,3 +275,9 @@ func TestInMemoryByDefaultPersistOnRequest(t *testing.T) {
 		})
 	}
 }
+
+type nmBackend = nm.Backend
+
+func openNM(ctx context.Context, netns, bus string) (*nm.Backend, error) {
+	return nm.Open(ctx, nm.Options{NetNS: netns, Bus: bus})
+}
