@@ -98,3 +98,59 @@ func TestCLIGC(t *testing.T) {
 		t.Errorf("keyfile: %v, mode %v", err, st)
 	}
 }
+
+// runWithEditor runs nmstatectl with EDITOR set.
+func (n *cliNode) runWithEditor(t *testing.T, editor string, args ...string) (string, string, int) {
+	t.Helper()
+	t.Setenv("EDITOR", editor)
+	return n.run(t, "", args...)
+}
+
+// TestCLIEdit: edit opens eth1's running configuration in $EDITOR and
+// applies what was saved, on the kernel and the NetworkManager backend;
+// an unchanged file applies nothing; a broken one is reported and kept.
+func TestCLIEdit(t *testing.T) {
+	newState := filepath.Join(t.TempDir(), "new.yml")
+	if err := os.WriteFile(newState, []byte("interfaces:\n- name: eth1\n  type: ethernet\n  ipv4: {enabled: true, address: [{ip: 198.51.100.44, prefix-length: 24}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := filepath.Join(t.TempDir(), "seen.yml")
+	editor := "cp \"$1\" " + seen + " && cp " + newState
+	for _, backend := range []string{"kernel", "networkmanager"} {
+		t.Run(backend, func(t *testing.T) {
+			var n *cliNode
+			var in *nmrun.Instance
+			if backend == "networkmanager" {
+				n, in = newNMCLINode(t)
+				n.nmstatectl = append(n.nmstatectl, "--backend", "networkmanager")
+			} else {
+				n = newCLINode(t)
+			}
+			if _, errOut, code := n.runWithEditor(t, "true", "edit", "eth1"); code != 0 || !strings.Contains(errOut, "no change") {
+				t.Fatalf("unchanged edit: exit %d, stderr %q", code, errOut)
+			}
+			if _, errOut, code := n.runWithEditor(t, editor, "edit", "eth1"); code != 0 {
+				t.Fatalf("edit: exit %d\n%s", code, errOut)
+			}
+			if data, err := os.ReadFile(seen); err != nil || !strings.Contains(string(data), "name: eth1") || strings.Contains(string(data), "name: lo") {
+				t.Errorf("the editor saw %q (%v), want eth1's state only", data, err)
+			}
+			if show := n.show(t); !strings.Contains(show, "198.51.100.44") {
+				t.Errorf("eth1 lacks the edited address:\n%s", show)
+			}
+			if in != nil {
+				out, err := nmrun.Nmcli(context.Background(), in.Bus, "-g", "IP4.ADDRESS", "device", "show", "eth1")
+				if err != nil || !strings.Contains(out, "198.51.100.44/24") {
+					t.Errorf("NetworkManager's eth1: %q (%v)", out, err)
+				}
+			}
+			_, errOut, code := n.runWithEditor(t, "echo 'interfaces: [' >", "edit", "eth1")
+			if code == 0 || !strings.Contains(errOut, "the edited state is kept in") {
+				t.Errorf("broken edit: exit %d, stderr %q", code, errOut)
+			}
+			if i := strings.Index(errOut, "kept in "); i >= 0 {
+				os.RemoveAll(filepath.Dir(strings.TrimSpace(errOut[i+len("kept in "):])))
+			}
+		})
+	}
+}

@@ -77,6 +77,7 @@ func NewCommand(reexec ...string) *cobra.Command {
 		newVersionCmd(),
 		newWatchdogCmd(g),
 		newGCCmd(g),
+		newEditCmd(g),
 	)
 	return root
 }
