@@ -118,6 +118,10 @@ type NodeState struct {
 	// Kernel is the node's kernel release when it is not this machine's
 	// (guest mode).
 	Kernel string `json:"kernel,omitempty"`
+	// NetworkManagerBus is the D-Bus address of the node's NetworkManager
+	// (Options.Backend networkmanager): `nmcli` with
+	// DBUS_SYSTEM_BUS_ADDRESS set to it talks to that node's instance.
+	NetworkManagerBus string `json:"networkManagerBus,omitempty"`
 }
 
 // Process is one process the supervisor runs.
@@ -200,4 +204,15 @@ func (st *State) Node(name string) (*NodeState, error) {
 		names[i] = n.Name
 	}
 	return nil, fmt.Errorf("lab %s has no node %q (nodes: %v)", st.Name, name, names)
+}
+
+// Backend names the nodes' network backend: networkmanager when they run
+// NetworkManager, else kernel.
+func (s *State) Backend() string {
+	for _, n := range s.Nodes {
+		if n.NetworkManagerBus != "" {
+			return BackendNetworkManager
+		}
+	}
+	return BackendKernel
 }

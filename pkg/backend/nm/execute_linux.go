@@ -129,15 +129,30 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 			return err
 		}
 	}
-	return b.touchUp(ctx, m)
+	return b.touchUp(ctx, m, pp)
 }
 
 // touchUp makes the kernel match what the profiles could not express:
 // the kernel backend plans the desired state (DNS left out: it is
 // NetworkManager's) against a fresh read and executes that plan.
-func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged) error {
+func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged, pp *ProfilePlan) error {
 	desired := m.Desired.Clone()
 	desired.DNSResolver = nil
+	// Routes and rules no profile holds are asked of the kernel
+	// explicitly: a profile rewritten without them made NetworkManager
+	// remove them.
+	if len(pp.KernelRoutes) > 0 {
+		if desired.Routes == nil {
+			desired.Routes = &nmstate.Routes{}
+		}
+		desired.Routes.Config = append(desired.Routes.Config, pp.KernelRoutes...)
+	}
+	if len(pp.KernelRules) > 0 {
+		if desired.RouteRules == nil {
+			desired.RouteRules = &nmstate.RouteRules{}
+		}
+		desired.RouteRules.Config = append(desired.RouteRules.Config, pp.KernelRules...)
+	}
 	if desired.Routes == nil && desired.RouteRules == nil && desired.Hostname == nil && len(desired.Interfaces) == 0 {
 		return nil
 	}

@@ -281,3 +281,45 @@ type nmBackend = nm.Backend
 func openNM(ctx context.Context, netns, bus string) (*nm.Backend, error) {
 	return nm.Open(ctx, nm.Options{NetNS: netns, Bus: bus})
 }
+
+// TestRouteWithoutInterfaceOutlivesItsHolder: a blackhole route lives in
+// the profile of the apply's IP interface; when a later apply disables IP
+// there (and names no other IP interface), the route stays, through the
+// kernel touch-up, and the apply verifies.
+func TestRouteWithoutInterfaceOutlivesItsHolder(t *testing.T) {
+	e := newEnv(t)
+	b := e.open(t, false)
+	ctx := context.Background()
+	opts := apply.Options{StateDir: e.stateDir, VerifyInterval: 100 * time.Millisecond}
+	if _, err := apply.Apply(ctx, b, decode(t, `
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.251, prefix-length: 24}]}}
+routes:
+  config:
+  - {destination: 198.51.200.0/24, route-type: blackhole}
+`), opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.Apply(ctx, b, decode(t, `
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}}
+routes:
+  config:
+  - {next-hop-interface: eth1, state: absent}
+`), opts); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := b.Show(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range cur.Routes.Config {
+		if r.Destination != nil && r.Destination.String() == "198.51.200.0/24" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("blackhole route lost: %+v", cur.Routes.Config)
+	}
+}

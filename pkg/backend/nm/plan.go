@@ -36,6 +36,11 @@ type ProfilePlan struct {
 	// Down are interfaces whose profile is deactivated; Absent also lose
 	// their profiles (and virtual devices).
 	Down, Absent []string
+	// KernelRoutes and KernelRules found no profile to live in (no
+	// interface with IP in the apply): the kernel touch-up installs them,
+	// and NetworkManager does not know them.
+	KernelRoutes []nmstate.Route
+	KernelRules  []nmstate.RouteRule
 }
 
 // PlannedProfile is one profile to save.
@@ -156,12 +161,14 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, newUUID func(*nm
 		return ""
 	}
 	if len(loose) > 0 {
-		h := ipHolder(false)
-		if h == "" {
-			return nil, &nmstate.Error{Kind: nmstate.NotSupported, Path: "routes.config",
-				Detail: "a route without next-hop-interface needs an interface with IP in the same apply (NetworkManager keeps routes in profiles)"}
+		// A route without next-hop interface (blackhole, unreachable)
+		// goes to the first IP interface of the apply; without one it is
+		// left to the kernel touch-up (pp.Kernel).
+		if h := ipHolder(false); h != "" {
+			routesOf[h] = append(routesOf[h], loose...)
+		} else {
+			pp.KernelRoutes = append(pp.KernelRoutes, loose...)
 		}
-		routesOf[h] = append(routesOf[h], loose...)
 	}
 
 	// Route rules: on the iif interface, else an interface with routes in
@@ -206,8 +213,9 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, newUUID func(*nm
 			place = ipHolder(ruleIs6(r))
 		}
 		if place == "" {
-			return nil, &nmstate.Error{Kind: nmstate.NotSupported, Path: "route-rules.config",
-				Detail: "a route rule needs an interface with IP to hold it (NetworkManager keeps rules in profiles)"}
+			// No interface to hold it: the kernel touch-up installs it.
+			pp.KernelRules = append(pp.KernelRules, r)
+			continue
 		}
 		rulesOf[place] = append(rulesOf[place], r)
 	}
