@@ -75,7 +75,7 @@ func run(ctx context.Context, opts Options) error {
 	var pb PolicyBackend = b
 	nmVersion := ""
 	if useNM(ctx, opts) {
-		nb, err := nm.Open(ctx, nm.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, Bus: opts.DBusAddress, Persist: opts.PersistProfiles})
+		nb, err := nm.Open(ctx, nm.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, ResolvConf: opts.ResolvConf, Bus: opts.DBusAddress, Persist: opts.PersistProfiles})
 		if err != nil {
 			return fmt.Errorf("handler %s: %w", opts.Node, err)
 		}

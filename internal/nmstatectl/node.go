@@ -83,7 +83,7 @@ func openShow(ctx context.Context, n nodeAddr) (apply.Backend, func(), error) {
 		return nil, nil, err
 	}
 	if which == backendNM {
-		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, Bus: n.bus, Persist: n.persist})
+		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, ResolvConf: n.resolvConf, Bus: n.bus, Persist: n.persist})
 		if err != nil {
 			return nil, nil, fmt.Errorf("opening the node: %w", err)
 		}
@@ -122,7 +122,7 @@ func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) 
 		return nil, nil, err
 	}
 	if which == backendNM {
-		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, Bus: n.bus, Persist: n.persist})
+		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, ResolvConf: n.resolvConf, Bus: n.bus, Persist: n.persist})
 		if err != nil {
 			return nil, nil, fmt.Errorf("opening the node: %w", err)
 		}

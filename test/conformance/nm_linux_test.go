@@ -32,7 +32,7 @@ func newNMNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	uts := newUTSNS(t)
-	b, err := nm.Open(context.Background(), nm.Options{NetNS: ns.Path, UTSNS: uts, Bus: in.Bus,
+	b, err := nm.Open(context.Background(), nm.Options{NetNS: ns.Path, UTSNS: uts, Bus: in.Bus, ResolvConf: filepath.Join(in.RunDir, "resolv.conf"),
 		OnTouchUp: func(p *nmstate.Plan) { t.Logf("kernel touch-up after NetworkManager:\n%s", p) }})
 	if err != nil {
 		t.Fatalf("opening the NetworkManager backend: %v", err)

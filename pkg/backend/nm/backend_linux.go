@@ -19,10 +19,15 @@ const Name = "networkmanager"
 // Options selects the node and the bus.
 type Options struct {
 	// NetNS and UTSNS are the kernel backend's (the namespace
-	// NetworkManager manages). DNS comes from NetworkManager, not from a
-	// resolv.conf file.
+	// NetworkManager manages).
 	NetNS string
 	UTSNS string
+	// ResolvConf, when set, is the resolv.conf the node's resolver reads
+	// (NetworkManager's, on a node where it owns it): the running DNS is
+	// reported from it; "" = from NetworkManager's DnsManager. The
+	// configured DNS always comes from the profiles; the file is never
+	// written.
+	ResolvConf string
 	// Bus is the D-Bus address of the system bus NetworkManager is on; ""
 	// = the system bus (DBUS_SYSTEM_BUS_ADDRESS or its default socket).
 	Bus string
@@ -48,7 +53,7 @@ type Backend struct {
 // Open connects to NetworkManager and opens the kernel view of the
 // namespace. The caller must Close the Backend.
 func Open(ctx context.Context, opts Options) (*Backend, error) {
-	k, err := kernel.Open(ctx, kernel.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS})
+	k, err := kernel.Open(ctx, kernel.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, ResolvConf: opts.ResolvConf})
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +115,9 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 	dns, err := b.showDNS(ctx, profiles, devs)
 	if err != nil {
 		return nil, err
+	}
+	if b.opts.ResolvConf != "" && s.DNSResolver != nil && s.DNSResolver.Running != nil {
+		dns.Running = s.DNSResolver.Running
 	}
 	s.DNSResolver = dns
 	return s, nil
