@@ -149,7 +149,7 @@ func (b *Backend) showDNS(ctx context.Context, profiles []*profile, devs map[str
 		}
 		for _, fam := range []string{"ipv4", "ipv6"} {
 			sec := p.settings[fam]
-			h := held{servers: dnsServers(fam, sec)}
+			h := held{servers: dnsServers(sec)}
 			if v, ok := sec["dns-search"]; ok {
 				h.search, _ = v.Value().([]string)
 			}
@@ -192,7 +192,7 @@ func (b *Backend) showDNS(ctx context.Context, profiles []*profile, devs map[str
 	return &nmstate.DNSResolver{Config: cfg, Running: running}, nil
 }
 
-func dnsServers(fam string, sec map[string]dbus.Variant) []netip.Addr {
+func dnsServers(sec map[string]dbus.Variant) []netip.Addr {
 	v, ok := sec["dns"]
 	if !ok {
 		return nil
@@ -212,7 +212,6 @@ func dnsServers(fam string, sec map[string]dbus.Variant) []netip.Addr {
 			}
 		}
 	}
-	_ = fam
 	return out
 }
 

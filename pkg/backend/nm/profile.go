@@ -233,10 +233,6 @@ func typeSettings(s Settings, ifc *nmstate.Interface) error {
 }
 
 func ipSettings(ifc *nmstate.Interface, c *nmstate.IPConfig, v6 bool, in ProfileInput) (map[string]dbus.Variant, error) {
-	fam := "ipv4"
-	if v6 {
-		fam = "ipv6"
-	}
 	sec := map[string]dbus.Variant{}
 	enabled := c != nil && (c.Enabled == nil || *c.Enabled)
 	var routes []map[string]dbus.Variant
@@ -266,18 +262,16 @@ func ipSettings(ifc *nmstate.Interface, c *nmstate.IPConfig, v6 bool, in Profile
 	}
 	method := "disabled"
 	switch {
-	case !enabled && !v6:
-		method = "disabled"
 	case !enabled:
-		method = "disabled"
 	case c.IsAuto():
 		dhcp := c.DHCP != nil && *c.DHCP
 		auto := c.Autoconf != nil && *c.Autoconf
-		switch {
-		case !v6 || dhcp && auto || auto:
-			method = "auto"
-		default:
+		// IPv6 with DHCP only is NetworkManager's "dhcp"; with
+		// autoconf (SLAAC, with or without DHCP) "auto".
+		if v6 && dhcp && !auto {
 			method = "dhcp"
+		} else {
+			method = "auto"
 		}
 		if c.AutoDNS != nil {
 			sec["ignore-auto-dns"] = dbus.MakeVariant(!*c.AutoDNS)
@@ -351,7 +345,6 @@ func ipSettings(ifc *nmstate.Interface, c *nmstate.IPConfig, v6 bool, in Profile
 		}
 		sec["dns-priority"] = dbus.MakeVariant(d.Priority)
 	}
-	_ = fam
 	return sec, nil
 }
 
