@@ -112,6 +112,7 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 	if err != nil {
 		return nil, err
 	}
+	annotateDynamic(s, profiles, b.activeProfiles(devs))
 	dns, err := b.showDNS(ctx, profiles, devs)
 	if err != nil {
 		return nil, err
@@ -121,6 +122,69 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 	}
 	s.DNSResolver = dns
 	return s, nil
+}
+
+// activeProfiles maps the object paths of active profiles to their
+// device's name.
+func (b *Backend) activeProfiles(devs map[string]*device) map[dbus.ObjectPath]string {
+	active := map[dbus.ObjectPath]string{}
+	for name, d := range devs {
+		if d.active != "" && d.active != "/" {
+			var conn dbus.ObjectPath
+			if err := b.c.prop(d.active, acIface+".Connection", &conn); err == nil {
+				active[conn] = name
+			}
+		}
+	}
+	return active
+}
+
+// annotateDynamic reports the dynamic IP settings of interfaces whose
+// active profile runs DHCP or autoconf, as nmstate reads them from the
+// applied profile (the kernel shows only the leased addresses): dhcp,
+// autoconf and the auto-* flags.
+func annotateDynamic(s *nmstate.State, profiles []*profile, active map[dbus.ObjectPath]string) {
+	for _, p := range profiles {
+		name, ok := active[p.path]
+		if !ok {
+			continue
+		}
+		for _, ifc := range s.Find(name) {
+			if ifc.Type.IsUserSpace() {
+				continue
+			}
+			for _, v6 := range []bool{false, true} {
+				sec, c := p.settings["ipv4"], &ifc.IPv4
+				if v6 {
+					sec, c = p.settings["ipv6"], &ifc.IPv6
+				}
+				method, _ := sec["method"].Value().(string)
+				if method != "auto" && method != "dhcp" {
+					continue
+				}
+				if *c == nil {
+					*c = &nmstate.IPConfig{}
+				}
+				cfg := *c
+				t, f := true, false
+				cfg.Enabled, cfg.DHCP = &t, &t
+				if v6 {
+					cfg.Autoconf = &f
+					if method == "auto" {
+						cfg.Autoconf = &t
+					}
+				}
+				not := func(key string) *bool {
+					v, _ := sec[key].Value().(bool)
+					r := !v
+					return &r
+				}
+				cfg.AutoDNS, cfg.AutoGateway, cfg.AutoRoutes = not("ignore-auto-dns"), not("never-default"), not("ignore-auto-routes")
+				table, _ := sec["route-table"].Value().(uint32)
+				cfg.AutoRouteTableID = &table
+			}
+		}
+	}
 }
 
 // showDNS reports config from the DNS of active profiles, ordered by

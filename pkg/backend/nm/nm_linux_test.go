@@ -323,3 +323,34 @@ routes:
 		t.Errorf("blackhole route lost: %+v", cur.Routes.Config)
 	}
 }
+
+// TestDynamicIPReportedFromProfile: an interface set to DHCP (no server
+// answers here) shows dhcp, autoconf and the auto-* flags as applied,
+// read from its active profile, so the apply verifies.
+func TestDynamicIPReportedFromProfile(t *testing.T) {
+	e := newEnv(t)
+	b := e.open(t, false)
+	ctx := context.Background()
+	desired := decode(t, `
+interfaces:
+- name: eth1
+  type: ethernet
+  state: up
+  ipv4: {enabled: true, dhcp: true, auto-dns: false}
+  ipv6: {enabled: true, dhcp: true, autoconf: false, auto-gateway: false}
+`)
+	if _, err := apply.Apply(ctx, b, desired, apply.Options{StateDir: e.stateDir, VerifyInterval: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := b.Show(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eth1 := cur.Find("eth1")[0]
+	if eth1.IPv4 == nil || eth1.IPv4.DHCP == nil || !*eth1.IPv4.DHCP || *eth1.IPv4.AutoDNS || !*eth1.IPv4.AutoGateway {
+		t.Errorf("eth1 ipv4 %+v", eth1.IPv4)
+	}
+	if eth1.IPv6 == nil || !*eth1.IPv6.DHCP || *eth1.IPv6.Autoconf || *eth1.IPv6.AutoGateway {
+		t.Errorf("eth1 ipv6 %+v", eth1.IPv6)
+	}
+}
