@@ -122,6 +122,10 @@ type NodeState struct {
 	// (Options.Backend networkmanager): `nmcli` with
 	// DBUS_SYSTEM_BUS_ADDRESS set to it talks to that node's instance.
 	NetworkManagerBus string `json:"networkManagerBus,omitempty"`
+	// NetworkManagerResolvConf is the resolv.conf that node's
+	// NetworkManager renders (in its run directory; the node's own
+	// /etc/resolv.conf stays the node runtime's, which serves eth0).
+	NetworkManagerResolvConf string `json:"networkManagerResolvConf,omitempty"`
 }
 
 // Process is one process the supervisor runs.

@@ -584,6 +584,7 @@ func (s *supervisor) startNetworkManagers(ctx context.Context, nodes []NodeState
 			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		n.NetworkManagerBus = in.Bus
+		n.NetworkManagerResolvConf = filepath.Join(in.RunDir, "resolv.conf")
 	}
 	return nil
 }

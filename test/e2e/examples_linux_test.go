@@ -172,7 +172,7 @@ interfaces:
 `},
 	{file: "dns.yaml", policy: "dns", nodes: allNodes, check: func(t *testing.T) {
 		for _, n := range allNodes {
-			conf := nodeExec(t, n, "cat", "/etc/resolv.conf")
+			conf := nodeResolvConf(t, n)
 			for _, want := range []string{"nameserver 8.8.8.8\n", "nameserver 2001:4860:4860::8888\n", "search example.com example.org"} {
 				if !strings.Contains(conf, want) {
 					t.Errorf("node %s: /etc/resolv.conf lacks %q:\n%s", n, want, conf)
@@ -183,7 +183,7 @@ interfaces:
 	}},
 	{file: "dns-cleanup.yaml", policy: "dns-cleanup", nodes: allNodes, check: func(t *testing.T) {
 		for _, n := range allNodes {
-			conf := nodeExec(t, n, "cat", "/etc/resolv.conf")
+			conf := nodeResolvConf(t, n)
 			for _, gone := range []string{"8.8.8.8", "2001:4860:4860::8888", "example.com", "example.org"} {
 				if strings.Contains(conf, gone) {
 					t.Errorf("node %s: /etc/resolv.conf still has %q:\n%s", n, gone, conf)

@@ -122,3 +122,20 @@ func checkNetworkManagerHolds(t *testing.T, node string, step []byte) {
 		t.Error(err)
 	}
 }
+
+// nodeResolvConf is the resolver configuration a policy's DNS lands in:
+// the node's /etc/resolv.conf, or on a NetworkManager node the file its
+// NetworkManager renders.
+func nodeResolvConf(t *testing.T, node string) string {
+	t.Helper()
+	for _, n := range c.state.Nodes {
+		if n.Name == node && n.NetworkManagerResolvConf != "" {
+			data, err := os.ReadFile(n.NetworkManagerResolvConf)
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			return string(data)
+		}
+	}
+	return nodeExec(t, node, "cat", "/etc/resolv.conf")
+}
