@@ -43,7 +43,13 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 			existing[name] = p
 		}
 	}
-	pp, err := PlanProfiles(m, existing, randomUUID)
+	unmanaged := map[string]bool{}
+	for name, d := range devs {
+		if d.real && d.state == devUnmanaged {
+			unmanaged[name] = true
+		}
+	}
+	pp, err := PlanProfiles(m, existing, unmanaged, randomUUID)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func GenerateKeyfiles(desired *nmstate.State) ([]Keyfile, error) {
 	if err != nil {
 		return nil, err
 	}
-	pp, err := PlanProfiles(m, nil, func(ifc *nmstate.Interface) string { return StableUUID(ifc.Type, ifc.Name) })
+	pp, err := PlanProfiles(m, nil, nil, func(ifc *nmstate.Interface) string { return StableUUID(ifc.Type, ifc.Name) })
 	if err != nil {
 		return nil, err
 	}

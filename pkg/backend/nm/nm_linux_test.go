@@ -28,12 +28,12 @@ type env struct {
 	stateDir string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, unmanaged ...string) *env {
 	t.Helper()
 	ns, peer := nstest.New(t), nstest.New(t)
 	nstest.Veth(t, ns, "eth1", peer, "sw1")
 	dir := t.TempDir()
-	in, err := nmrun.Start(context.Background(), nmrun.Options{NetNS: ns.Path, Dir: filepath.Join(dir, "nm")})
+	in, err := nmrun.Start(context.Background(), nmrun.Options{NetNS: ns.Path, Dir: filepath.Join(dir, "nm"), Unmanaged: unmanaged})
 	t.Cleanup(func() { in.Stop() })
 	if err != nil {
 		t.Fatal(err)
@@ -161,14 +161,24 @@ func TestRollbackAfterProbeFailure(t *testing.T) {
 	}
 }
 
-// failing is the real backend whose execution reports an error after it
-// changed the node: the orchestrator must roll back what was done.
-type failing struct{ *nm.Backend }
+// failing is the real backend whose first execution reports an error
+// after it changed the node: the orchestrator must roll back what was
+// done (later executions, the rollback's own, succeed).
+type failing struct {
+	*nm.Backend
+	failed *bool
+}
+
+func failOnce(b *nm.Backend) failing { return failing{b, new(bool)} }
 
 func (f failing) ExecuteMerged(ctx context.Context, m *nmstate.Merged, p *nmstate.Plan) error {
 	if err := f.Backend.ExecuteMerged(ctx, m, p); err != nil {
 		return err
 	}
+	if *f.failed {
+		return nil
+	}
+	*f.failed = true
 	return errors.New("injected failure after execution")
 }
 
@@ -178,7 +188,7 @@ func TestRollbackAfterExecutionError(t *testing.T) {
 	e := newEnv(t)
 	b := e.open(t, false)
 	before := e.snapshot(t)
-	_, err := apply.Apply(context.Background(), failing{b}, decode(t, bridgeAndAddress), apply.Options{StateDir: e.stateDir})
+	_, err := apply.Apply(context.Background(), failOnce(b), decode(t, bridgeAndAddress), apply.Options{StateDir: e.stateDir})
 	var f *apply.Failure
 	if !errors.As(err, &f) || f.Rollback != nil {
 		t.Fatalf("got %v, want a failure with a successful rollback", err)
@@ -352,5 +362,37 @@ interfaces:
 	}
 	if eth1.IPv6 == nil || !*eth1.IPv6.DHCP || *eth1.IPv6.Autoconf || *eth1.IPv6.AutoGateway {
 		t.Errorf("eth1 ipv6 %+v", eth1.IPv6)
+	}
+}
+
+// TestUnmanagedDeviceLeftToKernel: a device NetworkManager does not
+// manage gets no profile; the address and route asked of it are set by
+// the kernel touch-up, verify, and a failed apply rolls them back.
+func TestUnmanagedDeviceLeftToKernel(t *testing.T) {
+	e := newEnv(t, "eth1")
+	b := e.open(t, false)
+	ctx := context.Background()
+	before := e.snapshot(t)
+	desired := decode(t, `
+interfaces:
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.7, prefix-length: 24}]}}
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: eth1}
+`)
+	_, err := apply.Apply(ctx, failOnce(b), desired.Clone(), apply.Options{StateDir: e.stateDir, VerifyInterval: 100 * time.Millisecond})
+	var f *apply.Failure
+	if !errors.As(err, &f) || f.Rollback != nil {
+		t.Fatalf("got %v, want a failure with a successful rollback", err)
+	}
+	if diff := cmp.Diff(before, e.snapshot(t)); diff != "" {
+		t.Errorf("after the failed apply (-before +after):\n%s", diff)
+	}
+	if _, err := apply.Apply(ctx, b, desired, apply.Options{StateDir: e.stateDir, VerifyInterval: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := nmrun.Nmcli(ctx, e.nm.Bus, "-g", "NAME", "connection", "show")
+	if err != nil || strings.Contains(out, "eth1") {
+		t.Errorf("profiles %q (%v), want none for the unmanaged eth1", out, err)
 	}
 }

@@ -58,9 +58,12 @@ type PlannedProfile struct {
 type existingProfiles map[string]*profile
 
 // PlanProfiles builds the profiles for the merged state m. existing maps
-// interface names to their current profiles (nil for gc); newUUID makes
-// UUIDs for new profiles.
-func PlanProfiles(m *nmstate.Merged, existing existingProfiles, newUUID func(*nmstate.Interface) string) (*ProfilePlan, error) {
+// interface names to their current profiles (nil for gc); unmanaged names
+// the devices NetworkManager does not manage (nil for gc): they get no
+// profile, and what the apply asks of them (links, addresses, routes) is
+// left to the kernel touch-up, as the kernel backend would do it; newUUID
+// makes UUIDs for new profiles.
+func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[string]bool, newUUID func(*nmstate.Interface) string) (*ProfilePlan, error) {
 	pp := &ProfilePlan{}
 	targets := map[string]*nmstate.Interface{}
 	var order []string
@@ -85,6 +88,7 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, newUUID func(*nm
 	for i := range m.Interfaces {
 		ifc := &m.Interfaces[i]
 		switch {
+		case unmanaged[ifc.Name]:
 		case ifc.State == nmstate.StateAbsent:
 			pp.Absent = append(pp.Absent, ifc.Name)
 		case ifc.State == nmstate.StateDown:
@@ -100,7 +104,7 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, newUUID func(*nm
 	}
 	gone := func(name string) bool { return slices.Contains(pp.Absent, name) || slices.Contains(pp.Down, name) }
 	holder := func(name string) bool {
-		if gone(name) {
+		if gone(name) || unmanaged[name] {
 			return false
 		}
 		if _, ok := targets[name]; ok {
@@ -122,9 +126,12 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, newUUID func(*nm
 	routesOf := map[string][]nmstate.Route{}
 	var loose []nmstate.Route
 	for _, r := range routes {
-		if r.NextHopInterface != nil && *r.NextHopInterface != "" {
+		switch {
+		case r.NextHopInterface != nil && unmanaged[*r.NextHopInterface]:
+			pp.KernelRoutes = append(pp.KernelRoutes, r)
+		case r.NextHopInterface != nil && *r.NextHopInterface != "":
 			routesOf[*r.NextHopInterface] = append(routesOf[*r.NextHopInterface], r)
-		} else {
+		default:
 			loose = append(loose, r)
 		}
 	}
