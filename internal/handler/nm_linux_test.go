@@ -8,12 +8,16 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/nmrun"
 	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/pkg/backend/nm"
+	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
 // TestRunWithNetworkManager: a handler with --backend networkmanager
@@ -73,5 +77,60 @@ func TestRunWithNetworkManager(t *testing.T) {
 	}
 	if got != want || want == "" {
 		t.Errorf("hostNetworkManagerVersion %q, want NetworkManager's %q", got, want)
+	}
+}
+
+// TestPolicyUnreachableGatewayRolledBackNetworkManager: the probe failure
+// of TestPolicyUnreachableGatewayRolledBack on a node whose eth0 is
+// NetworkManager's: the policy becomes a profile, the ping probe fails,
+// and the rollback (NetworkManager's checkpoint, then our record) restores
+// the routes and addresses, with no checkpoint left in NetworkManager.
+func TestPolicyUnreachableGatewayRolledBackNetworkManager(t *testing.T) {
+	n := probeNode(t, "pol-gw-nm")
+	in, err := nmrun.Start(context.Background(), nmrun.Options{NetNS: n.nsPath, Dir: filepath.Join(t.TempDir(), "nm")})
+	t.Cleanup(func() { in.Stop() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, err := nm.Open(context.Background(), nm.Options{NetNS: n.nsPath, Bus: in.Bus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nb.Close() })
+	n.start(t, func(o *PolicyOptions) { withProbes(o); o.Backend = nb })
+	before := n.show(t)
+	p := n.createPolicy(t, "pol-gw-nm", `routes:
+  config:
+  - destination: 0.0.0.0/0
+    state: absent
+  - destination: 0.0.0.0/0
+    next-hop-address: 192.0.2.77
+    next-hop-interface: eth0
+`, map[string]string{"pol-gw-nm": "yes"}, nil)
+	n.waitEnactment(t, p.Name, "Pending", phaseIs(1, phasePending))
+	n.grant(t, p.Name, 1)
+	e := n.waitEnactment(t, p.Name, "Failed", phaseIs(1, phaseFailed))
+	msg := condition(e, shared.NodeNetworkConfigurationEnactmentConditionFailing).Message
+	if !strings.Contains(msg, "rolling back desired state configuration") || !strings.Contains(msg, "probe ping") {
+		t.Errorf("Failing message %q, want a rollback after the ping probe", msg)
+	}
+	pick := func(s *nmstate.State) string {
+		y, err := nmstate.EncodeYAML(&nmstate.State{Routes: s.Routes, Interfaces: []nmstate.Interface{{Name: "eth0", IPv4: s.Find("eth0")[0].IPv4}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(y)
+	}
+	var diff string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if diff = cmp.Diff(pick(before), pick(n.show(t))); diff == "" {
+			break
+		}
+	}
+	if diff != "" {
+		t.Errorf("routes and eth0 addresses after rollback (-before +after):\n%s", diff)
+	}
+	if cps, err := nmrun.Checkpoints(in.Bus); err != nil || cps != 0 {
+		t.Errorf("NetworkManager checkpoints after the rollback: %d (%v)", cps, err)
 	}
 }
