@@ -253,7 +253,7 @@ func (o Options) withDefaults() (Options, error) {
 	default:
 		errs = append(errs, fmt.Errorf("install: %q is not one of %s, %s, %s, %s", o.Install, InstallManifests, InstallOperator, InstallPayload, InstallNone))
 	}
-	if o.Install != InstallManifests && !o.Kubelet {
+	if o.Install != InstallManifests && !o.Kubelet && o.OpenShiftPlatform == "" {
 		errs = append(errs, fmt.Errorf("install: %s needs kubelet mode (--kubelet)", o.Install))
 	}
 	if o.Kubelet {
