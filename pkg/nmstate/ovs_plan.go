@@ -291,9 +291,20 @@ func (p *planner) ovsSpec(br string, target bool) OVSBridgeSpec {
 			ps.VLAN = nil
 		}
 		if la := port.LinkAggregation; la != nil {
+			// OVS keeps no order of members, and 0 is its "no delay".
 			bond := *la
+			bond.Port = append([]OVSBondPort(nil), la.Port...)
+			sort.Slice(bond.Port, func(i, j int) bool { return bond.Port[i].Name < bond.Port[j].Name })
+			zero := uint32(0)
+			if bond.BondUpdelay == nil {
+				bond.BondUpdelay = &zero
+			}
+			if bond.BondDowndelay == nil {
+				bond.BondDowndelay = &zero
+			}
+			bond.OVSDB = normOVSDB(bond.OVSDB)
 			ps.Bond = &bond
-			for _, m := range la.Port {
+			for _, m := range bond.Port {
 				ps.Interfaces = append(ps.Interfaces, p.ovsIfaceSpec(m.Name, target))
 			}
 		} else {
@@ -301,6 +312,8 @@ func (p *planner) ovsSpec(br string, target bool) OVSBridgeSpec {
 		}
 		spec.Ports = append(spec.Ports, ps)
 	}
+	// OVS keeps no order of ports either.
+	sort.SliceStable(spec.Ports, func(i, j int) bool { return spec.Ports[i].Name < spec.Ports[j].Name })
 	return spec
 }
 
