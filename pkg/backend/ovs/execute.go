@@ -26,8 +26,8 @@ func (t *txn) name(prefix string) string {
 	return prefix + strconv.Itoa(t.named)
 }
 
-func (b *Backend) transact(ctx context.Context, plan []nmstate.Op) error {
-	snap, err := read(ctx, b.db)
+func (b *Backend) transact(ctx context.Context, db *ovsdb.Client, plan []nmstate.Op) error {
+	snap, err := read(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (b *Backend) transact(ctx context.Context, plan []nmstate.Op) error {
 		ovsdb.Operation{Op: "select", Table: "Open_vSwitch", Columns: []string{"next_cfg"}},
 		ovsdb.Operation{Op: "comment", Comment: "knmstate: " + opsText(plan)},
 	)
-	res, err := b.db.Transact(ctx, dbName, t.ops...)
+	res, err := db.Transact(ctx, dbName, t.ops...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", opsText(plan), err)
 	}
@@ -65,7 +65,7 @@ func (b *Backend) transact(ctx context.Context, plan []nmstate.Op) error {
 		return fmt.Errorf("%s: reading next_cfg: %d rows", opsText(plan), len(rows))
 	}
 	next, _ := rows[0].Int("next_cfg")
-	return b.waitApplied(ctx, next, t.checked, opsText(plan))
+	return b.waitApplied(ctx, db, next, t.checked, opsText(plan))
 }
 
 func opsText(plan []nmstate.Op) string {
@@ -79,11 +79,11 @@ func opsText(plan []nmstate.Op) string {
 // waitApplied waits until ovs-vswitchd reports cur_cfg >= next, then fails
 // if one of the interfaces it was given reports an error (a port that
 // cannot be opened, for example).
-func (b *Backend) waitApplied(ctx context.Context, next int64, ifaces []string, what string) error {
+func (b *Backend) waitApplied(ctx context.Context, db *ovsdb.Client, next int64, ifaces []string, what string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.ApplyTimeout)
 	defer cancel()
 	for {
-		res, err := b.db.Transact(ctx, dbName,
+		res, err := db.Transact(ctx, dbName,
 			ovsdb.Operation{Op: "select", Table: "Open_vSwitch", Columns: []string{"cur_cfg"}},
 			ovsdb.Operation{Op: "select", Table: "Interface", Columns: []string{"name", "error"}})
 		if err != nil {

@@ -381,3 +381,45 @@ func TestNoOVSDB(t *testing.T) {
 		t.Errorf("the node changed:\nbefore %s\nafter  %s", bj, aj)
 	}
 }
+
+// An OVS that starts after the backend was opened (a handler that starts
+// before its node's OVS) is picked up by the next apply; until then an OVS
+// state is refused naming the socket.
+func TestOVSStartsLater(t *testing.T) {
+	n := nstest.New(t)
+	nstest.Veth(t, n, "eth1", nstest.New(t), "sw-eth1")
+	dir := t.TempDir()
+	var o *ovsrun.OVS
+	t.Cleanup(func() {
+		if o != nil {
+			_ = o.Stop()
+		}
+	})
+	kb, err := kernel.Open(context.Background(), kernel.Options{NetNS: n.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kb.Close()
+	addr := "unix:" + filepath.Join(dir, "db.sock")
+	b := ovs.Open(context.Background(), kb, ovs.Options{Address: addr, DefaultDatapath: "netdev"})
+	defer b.Close()
+	d, _ := nmstate.Decode([]byte(example(t, "ovsbridge_create.yml")))
+	opts := apply.Options{StateDir: t.TempDir(), VerifyInterval: 100 * time.Millisecond}
+	_, err = apply.Apply(context.Background(), b, d.Clone(), opts)
+	if err == nil || !strings.Contains(err.Error(), "the OVS database is not reachable at "+addr) {
+		t.Fatalf("before OVS starts: err = %v, want one naming the unreachable socket", err)
+	}
+	if o, err = ovsrun.Start(context.Background(), ovsrun.Options{Dir: dir, NetNS: n.Path}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.Apply(context.Background(), b, d.Clone(), opts); err != nil {
+		t.Fatalf("after OVS started: %v", err)
+	}
+	s, err := b.Show(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.FindTyped("ovs-br0", nmstate.TypeOVSBridge) == nil {
+		t.Errorf("no ovs-br0 in show after OVS started")
+	}
+}
