@@ -65,6 +65,13 @@ func Start(ctx context.Context, opts Options) (_ *OVS, err error) {
 		if out, err := exec.CommandContext(ctx, "ovsdb-tool", "create", db, opts.Schema).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("creating the OVS database: %w: %s", err, strings.TrimSpace(string(out)))
 		}
+		// The root row goes in before the server listens: a client that
+		// connects at once (a node runtime, a handler) never sees a
+		// database without it.
+		insert := `["Open_vSwitch",{"op":"insert","table":"Open_vSwitch","row":{}}]`
+		if out, err := exec.CommandContext(ctx, "ovsdb-tool", "transact", db, insert).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("initialising the OVS database: %w: %s", err, strings.TrimSpace(string(out)))
+		}
 	}
 	if err := o.start("", "ovsdb-server", db,
 		"--remote=punix:"+filepath.Join(opts.Dir, "db.sock"),

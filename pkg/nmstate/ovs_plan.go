@@ -3,6 +3,7 @@ package nmstate
 import (
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -38,10 +39,13 @@ func (OVSGlobalSet) isOp()    {}
 
 // OVSBridgeSpec is the whole OVSDB configuration of one bridge.
 type OVSBridgeSpec struct {
-	Name    string            `nms:"name"`
-	Options *OVSBridgeOptions `nms:"options"`
-	OVSDB   *OVSDBIface       `nms:"ovs-db"`
-	Ports   []OVSPortSpec     `nms:"port"`
+	Name string `nms:"name"`
+	// Description is the bridge's description: an OVS bridge has no
+	// kernel link to carry it, so OVSDB keeps it.
+	Description *string           `nms:"description"`
+	Options     *OVSBridgeOptions `nms:"options"`
+	OVSDB       *OVSDBIface       `nms:"ovs-db"`
+	Ports       []OVSPortSpec     `nms:"port"`
 }
 
 // OVSPortSpec is one OVSDB Port row: one interface, or a bond of several.
@@ -69,6 +73,9 @@ func (o OVSBridgeSet) String() string {
 	var b strings.Builder
 	b.WriteString("ovs bridge set ")
 	b.WriteString(o.Bridge.Name)
+	if o.Bridge.Description != nil {
+		b.WriteString(" description " + strconv.Quote(*o.Bridge.Description))
+	}
 	if o.Bridge.Options != nil {
 		opWriteTree(&b, o.Bridge.Options, []string{"options"})
 	}
@@ -281,6 +288,9 @@ func (p *planner) ovsSpec(br string, target bool) OVSBridgeSpec {
 		return spec
 	}
 	spec.OVSDB = normOVSDB(ifc.OVSDB)
+	if ifc.Description != nil && *ifc.Description != "" {
+		spec.Description = ifc.Description
+	}
 	if ifc.OVSBridge == nil {
 		return spec
 	}

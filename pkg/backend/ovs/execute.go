@@ -184,6 +184,9 @@ func (t *txn) bridgeSet(spec nmstate.OVSBridgeSpec) {
 			oc[key] = strconv.Itoa(int(*v))
 		}
 	}
+	if spec.Description != nil {
+		ext[descriptionKey] = *spec.Description
+	}
 	row["external_ids"], row["other_config"] = ext, oc
 
 	// Existing ports of this bridge by name; ports elsewhere by name.

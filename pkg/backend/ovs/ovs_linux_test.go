@@ -423,3 +423,34 @@ func TestOVSStartsLater(t *testing.T) {
 		t.Errorf("no ovs-br0 in show after OVS started")
 	}
 }
+
+// An ovs-bridge's description (upstream's ovs-bridge examples have one)
+// is kept in OVSDB, since the bridge has no kernel link, and shown as the
+// interface's description, not in its ovs-db.
+func TestOVSBridgeDescription(t *testing.T) {
+	n := newNode(t)
+	doc := `
+interfaces:
+- name: br1
+  description: ovs bridge with eth1 as a port
+  type: ovs-bridge
+  state: up
+  bridge:
+    options:
+      stp: false
+    port:
+    - name: eth1
+`
+	n.mustApply(t, doc)
+	br := n.show(t).FindTyped("br1", nmstate.TypeOVSBridge)
+	if br == nil || br.Description == nil || *br.Description != "ovs bridge with eth1 as a port" {
+		t.Fatalf("br1 = %+v, want its description", br)
+	}
+	if br.OVSDB != nil {
+		t.Errorf("br1 ovs-db = %+v, want none (the description is not an external id)", br.OVSDB)
+	}
+	n.mustApply(t, strings.Replace(doc, "with eth1 as a port", "renamed", 1))
+	if br := n.show(t).FindTyped("br1", nmstate.TypeOVSBridge); br == nil || br.Description == nil || *br.Description != "ovs bridge renamed" {
+		t.Errorf("after a new description: %+v", br)
+	}
+}

@@ -39,6 +39,16 @@ func overlay(s *nmstate.State, snap *snapshot) {
 		bi := nmstate.Interface{Name: name, Type: nmstate.TypeOVSBridge, State: nmstate.StateUp,
 			OVSBridge: &nmstate.OVSBridge{Options: bridgeOptions(br), Port: []nmstate.OVSBridgePort{}}}
 		bi.OVSDB = ifaceOVSDB(br)
+		if d, ok := br.Map("external_ids")[descriptionKey]; ok {
+			bi.Description = &d
+			delete(bi.OVSDB.ExternalIDs, descriptionKey)
+			if len(bi.OVSDB.ExternalIDs) == 0 {
+				bi.OVSDB.ExternalIDs = nil
+				if len(bi.OVSDB.OtherConfig) == 0 {
+					bi.OVSDB = nil
+				}
+			}
+		}
 		for _, pu := range br.UUIDs("ports") {
 			port, ok := snap.ports[pu]
 			if !ok {
@@ -86,6 +96,10 @@ func overlay(s *nmstate.State, snap *snapshot) {
 	s.OVSDB, s.OVN = nmstate.OVSGlobalState(nmstate.OVSGlobal{
 		ExternalIDs: nonNil(snap.root.Map("external_ids")), OtherConfig: nonNil(snap.root.Map("other_config"))})
 }
+
+// descriptionKey is the Bridge external_ids key holding an ovs-bridge's
+// description (shown as the interface's description, not in its ovs-db).
+const descriptionKey = "knmstate-description"
 
 func nonNil(m map[string]string) map[string]string {
 	if m == nil {
