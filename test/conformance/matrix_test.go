@@ -29,6 +29,10 @@ type fileSupport struct {
 	needs     []string
 	reason    string // "" when supported
 	ovs       bool   // needs Open vSwitch
+	// notThroughHandler is why no scenario with the file runs through
+	// the handler ("" = one does).
+	notThroughHandler string
+	throughHandler    bool
 }
 
 // classify turns the scenario table into one row per example file: a file
@@ -50,6 +54,11 @@ func classify() []fileSupport {
 		for _, f := range s.Steps {
 			fs := get(f)
 			fs.ovs = fs.ovs || s.OVS
+			if s.NotThroughHandler == "" {
+				fs.throughHandler = true
+			} else {
+				fs.notThroughHandler = s.NotThroughHandler
+			}
 			if fs.lane == -1 || s.Lane < fs.lane {
 				fs.lane = s.Lane
 			}
@@ -90,13 +99,16 @@ func contains(l []string, s string) bool {
 }
 
 // ovsThroughHandler is the handler column of the OVS scenarios.
-const ovsThroughHandler = "not yet: the lab's nodes have no OVS"
+const ovsThroughHandler = "yes: `lab` (each node its own OVS)"
 
 // throughHandler says where a supported file also runs through the API,
 // the controller and the handler into a lab node's kernel: test/e2e's
 // TestNmstateExamples applies every scenario of the table as policies,
 // host scenarios on both lab modes, qemu lane scenarios in guest mode.
 func throughHandler(r fileSupport) string {
+	if !r.throughHandler {
+		return "no: " + r.notThroughHandler
+	}
 	if r.ovs {
 		return ovsThroughHandler
 	}

@@ -50,6 +50,10 @@ type Scenario struct {
 	// openvswitch module). TestOVSExamples runs these scenarios, on the
 	// host only: the qemu lane's guest has no OVS daemons.
 	OVS bool
+	// NotThroughHandler, when set, says why test/e2e does not run the
+	// scenario on a lab node (the example clashes with the lab's own
+	// network); the support matrix shows it.
+	NotThroughHandler string
 }
 
 // Scenarios lists every supported example file in at least one scenario.
@@ -63,7 +67,8 @@ var Scenarios = []Scenario{
 	{Name: "route-rule", Steps: []string{"eth1_add_route_rule.yml", "eth1_del_all_route_rules.yml"}, Lane: HostLane, Needs: "policy routing (FIB rules)"},
 	{Name: "static-hostname", Steps: []string{"static_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace"},
 
-	{Name: "ovs-bridge", Steps: []string{"ovsbridge_create.yml", "ovsbridge_delete.yml"}, Lane: HostLane, OVS: true, Needs: ovsNeeds},
+	{Name: "ovs-bridge", Steps: []string{"ovsbridge_create.yml", "ovsbridge_delete.yml"}, Lane: HostLane, OVS: true, Needs: ovsNeeds,
+		NotThroughHandler: "it puts 192.0.2.1/24 on ovs0, the lab gateway's address: the handler's gateway probe fails and the apply is rolled back, as it must be (TestExamples applies upstream's ovs-bridge-iface.yaml instead)"},
 	{Name: "ovs-bond", Steps: []string{"ovsbridge_bond_create.yml", "ovsbridge_delete.yml"}, Lane: HostLane, OVS: true, Needs: ovsNeeds + " (balance-slb bond)"},
 	{Name: "ovs-vlan-port", Steps: []string{"ovsbridge_vlan_port.yml", "ovsbridge_delete.yml"}, Lane: HostLane, OVS: true, Needs: ovsNeeds + " (access and trunk ports)"},
 	{Name: "ovs-patch", Steps: []string{"ovsbridge_patch_create.yml", "ovsbridge_patch_delete.yml"}, Lane: HostLane, OVS: true, Needs: ovsNeeds + " (patch ports)"},
