@@ -21,6 +21,7 @@ import (
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
+	"github.com/knmstate/knmstate/pkg/backend/ovs"
 )
 
 // Run runs the handler of one node until ctx ends: it opens the node's
@@ -57,6 +58,8 @@ func run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("handler %s: %w", opts.Node, err)
 	}
 	defer b.Close()
+	ob := openOVS(ctx, b, opts, log)
+	defer ob.Close()
 	// Subscribe before the first read, so no change slips between them.
 	changes, err := b.Watch(ctx)
 	if err != nil {
@@ -67,7 +70,7 @@ func run(ctx context.Context, opts Options) error {
 		for range changes { // Watch's goroutines are gone once it is closed
 		}
 	}()
-	if _, err := b.Show(ctx); err != nil {
+	if _, err := ob.Show(ctx); err != nil {
 		return fmt.Errorf("handler %s: reading network state: %w", opts.Node, err)
 	}
 
@@ -116,7 +119,7 @@ func run(ctx context.Context, opts Options) error {
 
 	r := &reporter{
 		node:     opts.Node,
-		backend:  b,
+		backend:  ob,
 		changes:  changes,
 		client:   c,
 		filter:   *opts.Filter,
@@ -160,9 +163,9 @@ func run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("handler %s: API cache did not sync", opts.Node)
 	}
 	log.Info("handler started", "netns", opts.NetNS, "dialNetns", opts.DialNetNS)
-	var pb PolicyBackend = b
+	var pb PolicyBackend = ob
 	if opts.RuntimeStateDir != "" {
-		rb, closeRT, err := runtimeBackend(b, opts, log)
+		rb, closeRT, err := runtimeBackend(b, ob, opts, log)
 		if err != nil {
 			return fmt.Errorf("handler %s: %w", opts.Node, err)
 		}
@@ -183,6 +186,26 @@ func run(ctx context.Context, opts Options) error {
 		err = fmt.Errorf("handler %s: API cache: %w", opts.Node, cerr)
 	}
 	return err
+}
+
+// openOVS puts the node's Open vSwitch database (when it has one) next to
+// its kernel: the NodeNetworkState shows OVS bridges and policies can
+// configure them; without one, OVS states fail before any change with an
+// error that says so.
+func openOVS(ctx context.Context, b *kernel.Backend, opts Options, log logr.Logger) *ovs.Backend {
+	addr := opts.OVSDB
+	if addr == "" {
+		addr = ovs.NoAddress
+	}
+	ob := ovs.Open(ctx, b, ovs.Options{Address: addr, DefaultDatapath: opts.OVSDatapath})
+	if opts.OVSDB != "" {
+		if err := ob.Connected(); err != nil {
+			log.Info("the Open vSwitch database is not reachable (yet): OVS states are refused until it is", "ovsdb", opts.OVSDB, "reason", err.Error())
+		} else {
+			log.Info("Open vSwitch database connected", "ovsdb", opts.OVSDB)
+		}
+	}
+	return ob
 }
 
 // serveMetrics starts the metrics endpoint, when enabled, until ctx ends;

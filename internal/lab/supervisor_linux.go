@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/ovsrun"
 	"github.com/knmstate/knmstate/internal/testenv"
 )
 
@@ -265,7 +266,7 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 		}
 	}()
 
-	if err := s.addNodes(ctx, sw, nodes); err != nil {
+	if err := s.addNodes(ctx, sw, nodes, teardown); err != nil {
 		return err
 	}
 
@@ -441,17 +442,28 @@ func (s *supervisor) startSpawners(ctx context.Context, swNS string, teardown *[
 	return nil
 }
 
-// addNodes creates the nodes' namespaces and NICs, starts their node
-// runtimes and waits for their eth0 leases.
-func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []NodeState) error {
+// addNodes creates the nodes' namespaces and NICs, starts their Open
+// vSwitch and node runtimes and waits for their eth0 leases.
+func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []NodeState, teardown *[]func()) error {
 	tn := time.Now()
 	dhcp := s.opts.Nmstatectl != "" && s.opts.Nmstatectl != NoNodeRuntime
 	if !dhcp {
 		s.note("no node runtime (nmstatectl): eth0 addresses are installed statically (the address DHCP would give), no DHCP client runs")
 	}
+	withOVS := s.ovsAvailable()
 	for i := range nodes {
+		if withOVS {
+			// Known before the node runtime starts, which connects
+			// once the database listens.
+			nodes[i].OVSDB = "unix:" + filepath.Join(s.ovsDir(nodes[i].Name), "db.sock")
+		}
 		if err := s.addNode(sw, &nodes[i], lanPrefix, dhcp); err != nil {
 			return err
+		}
+		if withOVS {
+			if err := s.startOVS(ctx, &nodes[i], teardown); err != nil {
+				return err
+			}
 		}
 	}
 	s.mu.Lock()
@@ -467,6 +479,60 @@ func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []No
 		s.step("node runtimes: eth0 configured by DHCP", tn)
 	}
 	return nil
+}
+
+// ovsAvailable says whether the nodes get their own Open vSwitch: in the
+// default mode, where the handler processes reach the node's database
+// socket in the lab directory, when Debian's openvswitch-switch is
+// installed. (A kubelet-mode handler pod would need the socket under the
+// node's /run/openvswitch, which is the machine's: not done.)
+func (s *supervisor) ovsAvailable() bool {
+	if s.opts.Kubelet {
+		s.note("kubelet mode: the nodes have no Open vSwitch (OVS policies fail saying so)")
+		return false
+	}
+	for _, bin := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			s.note("no %s (Debian's openvswitch-switch): the nodes have no Open vSwitch (OVS policies fail saying so)", bin)
+			return false
+		}
+	}
+	if _, err := os.Stat(ovsrun.DefaultSchema); err != nil {
+		s.note("no OVS schema (%v): the nodes have no Open vSwitch", err)
+		return false
+	}
+	return true
+}
+
+// startOVS gives the node its own Open vSwitch: ovsdb-server and
+// ovs-vswitchd (userspace datapath: bridges need no openvswitch module)
+// with their database, sockets and logs in the node's ovs directory and
+// ovs-vswitchd in the node's network namespace, stopped by the teardown.
+func (s *supervisor) startOVS(ctx context.Context, n *NodeState, teardown *[]func()) error {
+	t := time.Now()
+	dir := s.ovsDir(n.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("node %s ovs dir: %w", n.Name, err)
+	}
+	o, err := ovsrun.Start(ctx, ovsrun.Options{Dir: dir, NetNS: n.NetNS, StartTimeout: s.scale(20 * time.Second)})
+	if err != nil {
+		return fmt.Errorf("node %s: Open vSwitch: %w", n.Name, err)
+	}
+	*teardown = append(*teardown, func() {
+		if err := o.Stop(); err != nil {
+			s.log.Error("stop Open vSwitch", "node", n.Name, "err", err)
+		}
+	})
+	if o.Address != n.OVSDB {
+		return fmt.Errorf("node %s: Open vSwitch listens on %s, not %s", n.Name, o.Address, n.OVSDB)
+	}
+	s.step("node "+n.Name+": Open vSwitch (ovsdb-server, ovs-vswitchd)", t)
+	return nil
+}
+
+// ovsDir is the directory of a node's Open vSwitch.
+func (s *supervisor) ovsDir(node string) string {
+	return filepath.Join(s.opts.Dir, "nodes", node, "ovs")
 }
 
 // createNodes creates the nodes' Node objects and keeps them Ready (the
@@ -633,6 +699,14 @@ func (s *supervisor) startHandlers(nodes []NodeState, side string, spawner *spaw
 		if strings.Contains(help, "--uts-ns") {
 			args = append(args, "--uts-ns", n.UTSNS)
 		}
+		// The node's own OVS, or none: never the machine's default
+		// socket.
+		if strings.Contains(help, "--ovsdb") {
+			args = append(args, "--ovsdb="+n.OVSDB)
+			if n.OVSDB != "" {
+				args = append(args, "--ovs-datapath=netdev")
+			}
+		}
 		if strings.Contains(help, "--state-dir") {
 			args = append(args, "--state-dir", filepath.Join(dir, "state"))
 		}
@@ -765,11 +839,20 @@ func (s *supervisor) startNodeRuntime(n *NodeState) error {
 	}
 	s.start(&proc{
 		name: "noded/" + n.Name, where: s.where + " (netns " + n.NetNS + ")", bin: s.opts.Nmstatectl,
-		args: append(args, "--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS,
+		args: append(args, "--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS, "--ovsdb", nodeOVSDB(n), "--ovs-datapath", "netdev",
 			"--state-dir", s.nodedStateDir(n.Name), "service", "--config", cfgDir),
 		logPath: filepath.Join(dir, "noded.log"), spawner: s.hostSpawner,
 	})
 	return nil
+}
+
+// nodeOVSDB is the node's OVS database for nmstatectl: its own, or none
+// (never the machine's default socket).
+func nodeOVSDB(n *NodeState) string {
+	if n.OVSDB == "" {
+		return "none"
+	}
+	return n.OVSDB
 }
 
 // waitLeases waits until every node's eth0 has its reserved IPv4 address

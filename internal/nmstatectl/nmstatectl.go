@@ -7,6 +7,7 @@ package nmstatectl
 
 import (
 	"fmt"
+	"github.com/knmstate/knmstate/pkg/ovsdb"
 
 	"github.com/spf13/cobra"
 
@@ -21,8 +22,11 @@ type globalOptions struct {
 	resolvConf string
 	stateDir   string
 	utsNS      string
-	verbose    int
-	quiet      bool
+	ovsdb      string
+	// ovsDatapath is the datapath_type of new OVS bridges that name none.
+	ovsDatapath string
+	verbose     int
+	quiet       bool
 	// reexec are the arguments between this process's executable and
 	// nmstatectl's own when it runs itself again (the checkpoint watchdog).
 	reexec []string
@@ -53,6 +57,8 @@ func NewCommand(reexec ...string) *cobra.Command {
 	pf.StringVar(&g.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolv.conf file that holds the DNS configuration")
 	pf.StringVar(&g.stateDir, "state-dir", "/var/lib/knmstate", "directory for checkpoints and runtime state")
 	pf.StringVar(&g.utsNS, "uts-ns", "", "UTS namespace (a path such as /proc/self/ns/uts) whose hostname is shown and set; default: hostname is not managed")
+	pf.StringVar(&g.ovsdb, "ovsdb", ovsdb.DefaultAddress, "Open vSwitch database socket (unix:PATH or tcp:HOST:PORT); OVS states fail with a clear error when it is not reachable")
+	pf.StringVar(&g.ovsDatapath, "ovs-datapath", "", "datapath_type of new OVS bridges whose state names none (\"netdev\" where the kernel has no openvswitch module); default: OVS's own (system)")
 	pf.CountVarP(&g.verbose, "verbose", "v", "more log output (repeatable)")
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "no log output")
 

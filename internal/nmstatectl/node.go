@@ -3,6 +3,8 @@ package nmstatectl
 import (
 	"context"
 	"fmt"
+	"github.com/knmstate/knmstate/pkg/backend/ovs"
+	"github.com/knmstate/knmstate/pkg/ovsdb"
 	"io"
 
 	"github.com/knmstate/knmstate/pkg/apply"
@@ -13,14 +15,17 @@ import (
 // values recorded in a checkpoint.
 type nodeAddr struct {
 	netns, resolvConf, utsNS string
+	// ovsdb is the Open vSwitch database socket, ovsDatapath the datapath
+	// of new bridges.
+	ovsdb, ovsDatapath string
 }
 
 func (g *globalOptions) node() nodeAddr {
-	return nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS}
+	return nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, ovsdb: g.ovsdb, ovsDatapath: g.ovsDatapath}
 }
 
 func checkpointNode(rec *apply.Checkpoint) nodeAddr {
-	return nodeAddr{netns: rec.NetNS, resolvConf: rec.ResolvConf, utsNS: rec.UTSNS}
+	return nodeAddr{netns: rec.NetNS, resolvConf: rec.ResolvConf, utsNS: rec.UTSNS, ovsdb: rec.OVSDB}
 }
 
 // openKernel opens the kernel backend for a node.
@@ -48,10 +53,23 @@ func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) 
 	if err != nil {
 		return nil, nil, err
 	}
-	ab, closeRT, err := runtimeFollower(kb, n, stateDir, warn)
+	ob := openOVS(ctx, kb, n)
+	ab, closeRT, err := runtimeFollower(kb, ob, n, stateDir, warn)
 	if err != nil {
+		ob.Close()
 		kb.Close()
 		return nil, nil, err
 	}
-	return ab, func() { closeRT(); kb.Close() }, nil
+	return ab, func() { closeRT(); ob.Close(); kb.Close() }, nil
+}
+
+// openOVS puts the node's Open vSwitch database next to its kernel; a node
+// without a reachable OVSDB shows no OVS, and refuses OVS states before
+// changing anything.
+func openOVS(ctx context.Context, kb *kernel.Backend, n nodeAddr) *ovs.Backend {
+	addr := n.ovsdb
+	if addr == "" {
+		addr = ovsdb.DefaultAddress
+	}
+	return ovs.Open(ctx, kb, ovs.Options{Address: addr, DefaultDatapath: n.ovsDatapath})
 }

@@ -50,10 +50,12 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 }
 
 func runShow(ctx context.Context, stdout io.Writer, o *showOptions) error {
-	b, err := openKernel(ctx, o.node)
+	kb, err := openKernel(ctx, o.node)
 	if err != nil {
 		return err
 	}
+	defer kb.Close()
+	b := openOVS(ctx, kb, o.node)
 	defer b.Close()
 	s, err := b.Show(ctx)
 	if err != nil {

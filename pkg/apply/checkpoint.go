@@ -22,10 +22,12 @@ type Checkpoint struct {
 	Created time.Time
 	// Deadline is when the apply rolls back unless committed.
 	Deadline time.Time
-	// NetNS, ResolvConf and UTSNS locate the node, as given to the backend.
+	// NetNS, ResolvConf and UTSNS locate the node, as given to the backend;
+	// OVSDB is its Open vSwitch database socket ("" = none given).
 	NetNS      string
 	ResolvConf string
 	UTSNS      string
+	OVSDB      string
 	// Before is the state read before the apply.
 	Before *nmstate.State
 	// Desired is the desired state being applied (types resolved).
@@ -45,6 +47,7 @@ type checkpointWire struct {
 	NetNS      string          `json:"netns,omitempty"`
 	ResolvConf string          `json:"resolvConf,omitempty"`
 	UTSNS      string          `json:"utsNS,omitempty"`
+	OVSDB      string          `json:"ovsdb,omitempty"`
 	Before     json.RawMessage `json:"before"`
 	Desired    json.RawMessage `json:"desired"`
 	Revert     json.RawMessage `json:"revert"`
@@ -62,6 +65,7 @@ type checkpointHead struct {
 	NetNS      string    `json:"netns,omitempty"`
 	ResolvConf string    `json:"resolvConf,omitempty"`
 	UTSNS      string    `json:"utsNS,omitempty"`
+	OVSDB      string    `json:"ovsdb,omitempty"`
 }
 
 // MarshalJSON encodes the record for the state directory.
@@ -222,7 +226,7 @@ func (e *recordEncoding) checkErr(id string) error {
 func (e *recordEncoding) assemble(c *Checkpoint) ([]byte, error) {
 	head, err := json.Marshal(checkpointHead{
 		Version: recordVersion, ID: c.ID, Created: c.Created.UTC(), Deadline: c.Deadline.UTC(),
-		NetNS: c.NetNS, ResolvConf: c.ResolvConf, UTSNS: c.UTSNS,
+		NetNS: c.NetNS, ResolvConf: c.ResolvConf, UTSNS: c.UTSNS, OVSDB: c.OVSDB,
 	})
 	if err != nil {
 		e.wait()
@@ -259,7 +263,7 @@ func (c *Checkpoint) UnmarshalJSON(data []byte) error {
 	if w.ID == "" {
 		return errors.New("checkpoint record without id")
 	}
-	*c = Checkpoint{ID: w.ID, Created: w.Created, Deadline: w.Deadline, NetNS: w.NetNS, ResolvConf: w.ResolvConf, UTSNS: w.UTSNS}
+	*c = Checkpoint{ID: w.ID, Created: w.Created, Deadline: w.Deadline, NetNS: w.NetNS, ResolvConf: w.ResolvConf, UTSNS: w.UTSNS, OVSDB: w.OVSDB}
 	for _, s := range []struct {
 		name string
 		src  json.RawMessage

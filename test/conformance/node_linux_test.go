@@ -29,10 +29,16 @@ const stepTimeout = 2 * time.Minute
 type node struct {
 	ns       *nstest.NS
 	peer     *nstest.NS
-	backend  *kernel.Backend
+	kernel   *kernel.Backend
+	backend  apply.Backend
 	stateDir string
 	resolv   string
 	uts      string
+	// checkMore, when set, is a further independent look at the node
+	// after each step (the OVS scenarios' ovs-vsctl check).
+	checkMore func(*nmstate.State) error
+	// ovsdb is the node's OVS database socket ("" = no OVS).
+	ovsdb string
 }
 
 func newNode(t *testing.T) *node {
@@ -51,7 +57,7 @@ func newNode(t *testing.T) *node {
 		t.Fatalf("opening the kernel backend: %v", err)
 	}
 	t.Cleanup(func() { b.Close() })
-	return &node{ns: ns, peer: peer, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts}
+	return &node{ns: ns, peer: peer, kernel: b, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts}
 }
 
 // newUTSNS creates a private UTS namespace and returns a path that opens
@@ -146,6 +152,11 @@ func (n *node) applyStep(ctx context.Context, t *testing.T, what string, desired
 	if err := n.checkKernel(desired); err != nil {
 		errs = append(errs, fmt.Errorf("%s: netlink shows:\n%w", what, err))
 	}
+	if n.checkMore != nil {
+		if err := n.checkMore(desired); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
 	m, err := nmstate.Merge(desired.Clone(), cur)
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("%s: merge against the re-read state: %w", what, err))...)
@@ -174,7 +185,7 @@ func runSteps(ctx context.Context, t *testing.T, n *node, names []string, states
 // runScenario applies each step file of s in order in a fresh node. A
 // scenario with a known engine issue must still fail, so the table is
 // corrected (and the support matrix regenerated) once it is fixed.
-func runScenario(t *testing.T, s Scenario) {
+func runScenario(t *testing.T, s Scenario, newNode func(*testing.T) *node) {
 	var states []*nmstate.State
 	for _, f := range s.Steps {
 		desired, err := nmstate.Decode(readExample(t, f))
@@ -201,15 +212,16 @@ func expect(t *testing.T, known string, err error) {
 	}
 }
 
-// runLane runs every scenario of one lane as a subtest.
-func runLane(t *testing.T, l Lane) {
+// runLane runs every scenario of one lane as a subtest, the OVS ones
+// (ovs true) or the others, each in a node made by newNode.
+func runLane(t *testing.T, l Lane, ovs bool, newNode func(*testing.T) *node) {
 	ran := 0
 	for _, s := range Scenarios {
-		if s.Lane != l {
+		if s.Lane != l || s.OVS != ovs {
 			continue
 		}
 		ran++
-		t.Run(s.Name, func(t *testing.T) { runScenario(t, s) })
+		t.Run(s.Name, func(t *testing.T) { runScenario(t, s, newNode) })
 	}
 	if ran == 0 {
 		t.Fatalf("no scenario for the %s", l)
