@@ -77,6 +77,7 @@ func NewCommand(reexec ...string) *cobra.Command {
 		newAutoconfCmd(),
 		newVersionCmd(),
 		newWatchdogCmd(g),
+		newFirstBootCmd(g),
 	)
 	return root
 }
