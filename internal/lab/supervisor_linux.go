@@ -67,16 +67,49 @@ type supervisor struct {
 	procCtx                context.Context
 	procCancel             context.CancelFunc
 	procWG                 sync.WaitGroup
+
+	// sw is the lab's switch and ovs each node's running Open vSwitch
+	// (default mode), for lab reboot; rebootMu serialises reboots.
+	sw       *labnet.Switch
+	ovsMu    sync.Mutex
+	ovs      map[string]*ovsrun.OVS
+	rebootMu sync.Mutex
+	// handlerHelp is `knmstate handler --help`: the flags it has.
+	handlerHelp string
 }
 
 // start runs p under the supervisor until the lab stops.
 func (s *supervisor) start(p *proc) {
 	p.changed, p.stopped = s.publish, make(chan struct{})
+	ctx, cancel := context.WithCancel(s.procCtx)
+	p.cancel = cancel
 	s.mu.Lock()
 	s.procs = append(s.procs, p)
 	s.mu.Unlock()
 	s.procWG.Add(1)
-	go func() { defer s.procWG.Done(); p.run(s.procCtx) }()
+	go func() { defer s.procWG.Done(); defer cancel(); p.run(ctx) }()
+}
+
+// stop ends the supervised process named name (as the lab's teardown
+// does: SIGTERM, then SIGKILL) and forgets it; false if there is none.
+func (s *supervisor) stop(name string) bool {
+	s.mu.Lock()
+	var p *proc
+	for i, q := range s.procs {
+		if q.name == name {
+			p = q
+			s.procs = append(s.procs[:i:i], s.procs[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.cancel()
+	<-p.stopped
+	s.publish()
+	return true
 }
 
 // Run is the supervisor (`knmstate lab run`): it builds the lab in
@@ -130,6 +163,12 @@ func Run(ctx context.Context, opts Options) error {
 			return nil // stopped during start-up
 		}
 		return err
+	}
+	stopControl, err := s.serveControl(ctx)
+	if err != nil {
+		s.log.Error("no control socket: lab reboot will not work", "err", err)
+	} else {
+		defer stopControl()
 	}
 	<-ctx.Done()
 	s.log.Info("stopping lab")
@@ -209,6 +248,7 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 	if err != nil {
 		return err
 	}
+	s.sw = sw
 	s.step("switch namespace, bridge, dnsmasq", t)
 
 	// The control plane and the nodes' namespaces in parallel: the API
@@ -518,16 +558,36 @@ func (s *supervisor) startOVS(ctx context.Context, n *NodeState, teardown *[]fun
 	if err != nil {
 		return fmt.Errorf("node %s: Open vSwitch: %w", n.Name, err)
 	}
-	*teardown = append(*teardown, func() {
-		if err := o.Stop(); err != nil {
-			s.log.Error("stop Open vSwitch", "node", n.Name, "err", err)
-		}
-	})
+	s.ovsMu.Lock()
+	if s.ovs == nil {
+		s.ovs = map[string]*ovsrun.OVS{}
+	}
+	s.ovs[n.Name] = o
+	s.ovsMu.Unlock()
+	if teardown != nil {
+		// Whichever instance runs then (a reboot replaces it).
+		name := n.Name
+		*teardown = append(*teardown, func() { s.stopOVS(name) })
+	}
 	if o.Address != n.OVSDB {
 		return fmt.Errorf("node %s: Open vSwitch listens on %s, not %s", n.Name, o.Address, n.OVSDB)
 	}
 	s.step("node "+n.Name+": Open vSwitch (ovsdb-server, ovs-vswitchd)", t)
 	return nil
+}
+
+// stopOVS stops the node's Open vSwitch, if it runs.
+func (s *supervisor) stopOVS(node string) {
+	s.ovsMu.Lock()
+	o := s.ovs[node]
+	delete(s.ovs, node)
+	s.ovsMu.Unlock()
+	if o == nil {
+		return
+	}
+	if err := o.Stop(); err != nil {
+		s.log.Error("stop Open vSwitch", "node", node, "err", err)
+	}
 }
 
 // ovsDir is the directory of a node's Open vSwitch.
@@ -687,55 +747,65 @@ func (s *supervisor) startHandlers(nodes []NodeState, side string, spawner *spaw
 		return nil
 	}
 	out, _ := exec.Command(o.Binary, "handler", "--help").CombinedOutput()
-	help := string(out)
+	s.handlerHelp = string(out)
 	for i := range nodes {
-		n := &nodes[i]
-		dir := filepath.Join(o.Dir, "nodes", n.Name)
-		if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
-			return fmt.Errorf("node %s dir: %w", n.Name, err)
+		p, err := s.handlerProc(&nodes[i], side, spawner)
+		if err != nil {
+			return err
 		}
-		args := []string{"handler", "--node", n.Name, "--kubeconfig", n.Kubeconfig,
-			"--netns", n.NetNS, "--dial-netns", n.NetNS, "--resolv-conf", n.ResolvConf}
-		if strings.Contains(help, "--uts-ns") {
-			args = append(args, "--uts-ns", n.UTSNS)
-		}
-		// The node's own OVS, or none: never the machine's default
-		// socket.
-		if strings.Contains(help, "--ovsdb") {
-			args = append(args, "--ovsdb="+n.OVSDB)
-			if n.OVSDB != "" {
-				args = append(args, "--ovs-datapath=netdev")
-			}
-		}
-		if strings.Contains(help, "--state-dir") {
-			args = append(args, "--state-dir", filepath.Join(dir, "state"))
-		}
-		// The node's `nmstatectl service` owns DHCP/autoconf; policy
-		// applies hand it their dynamic settings.
-		if strings.Contains(help, "--runtime-state-dir") && o.Nmstatectl != "" && o.Nmstatectl != NoNodeRuntime {
-			args = append(args, "--runtime-state-dir", s.nodedStateDir(n.Name))
-		}
-		// The DNS probe asks for a name the lab's own DNS serves (the lab
-		// has no Internet, so upstream's root-servers.net never resolves:
-		// the probe would fail its check before every apply, cost a second
-		// each time and never guard a DNS change). HandlerArgs come after
-		// and may override it.
-		if strings.Contains(help, "--probe-dns-host") {
-			args = append(args, "--probe-dns-host="+apiHost)
-		}
-		// One handler per node, as the DaemonSet has it: the node's lock
-		// Lease in kube-node-lease.
-		if strings.Contains(help, "--node-lock-namespace") {
-			args = append(args, "--node-lock-namespace=kube-node-lease", "--node-lock-identity=lab-handler-"+n.Name)
-		}
-		args = append(args, o.HandlerArgs...)
-		s.start(&proc{name: "handler/" + n.Name, where: side + " (netns " + n.NetNS + ")", bin: o.Binary, args: args,
-			logPath: filepath.Join(dir, "handler.log"), spawner: spawner})
+		s.start(p)
 	}
 	s.mu.Lock()
 	s.state.Nodes = append([]NodeState(nil), nodes...)
 	s.mu.Unlock()
 	return nil
+}
+
+// handlerProc is node n's `knmstate handler` process.
+func (s *supervisor) handlerProc(n *NodeState, side string, spawner *spawner) (*proc, error) {
+	o := s.opts
+	help := s.handlerHelp
+	dir := filepath.Join(o.Dir, "nodes", n.Name)
+	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
+		return nil, fmt.Errorf("node %s dir: %w", n.Name, err)
+	}
+	args := []string{"handler", "--node", n.Name, "--kubeconfig", n.Kubeconfig,
+		"--netns", n.NetNS, "--dial-netns", n.NetNS, "--resolv-conf", n.ResolvConf}
+	if strings.Contains(help, "--uts-ns") {
+		args = append(args, "--uts-ns", n.UTSNS)
+	}
+	// The node's own OVS, or none: never the machine's default
+	// socket.
+	if strings.Contains(help, "--ovsdb") {
+		args = append(args, "--ovsdb="+n.OVSDB)
+		if n.OVSDB != "" {
+			args = append(args, "--ovs-datapath=netdev")
+		}
+	}
+	if strings.Contains(help, "--state-dir") {
+		args = append(args, "--state-dir", filepath.Join(dir, "state"))
+	}
+	// The node's `nmstatectl service` owns DHCP/autoconf; policy
+	// applies hand it their dynamic settings.
+	if strings.Contains(help, "--runtime-state-dir") && o.Nmstatectl != "" && o.Nmstatectl != NoNodeRuntime {
+		args = append(args, "--runtime-state-dir", s.nodedStateDir(n.Name))
+	}
+	// The DNS probe asks for a name the lab's own DNS serves (the lab
+	// has no Internet, so upstream's root-servers.net never resolves:
+	// the probe would fail its check before every apply, cost a second
+	// each time and never guard a DNS change). HandlerArgs come after
+	// and may override it.
+	if strings.Contains(help, "--probe-dns-host") {
+		args = append(args, "--probe-dns-host="+apiHost)
+	}
+	// One handler per node, as the DaemonSet has it: the node's lock
+	// Lease in kube-node-lease.
+	if strings.Contains(help, "--node-lock-namespace") {
+		args = append(args, "--node-lock-namespace=kube-node-lease", "--node-lock-identity=lab-handler-"+n.Name)
+	}
+	args = append(args, o.HandlerArgs...)
+	return &proc{name: "handler/" + n.Name, where: side + " (netns " + n.NetNS + ")", bin: o.Binary, args: args,
+		logPath: filepath.Join(dir, "handler.log"), spawner: spawner}, nil
 }
 
 // startController starts `knmstate controller` from spawner (where says
