@@ -454,3 +454,50 @@ interfaces:
 		t.Errorf("after a new description: %+v", br)
 	}
 }
+
+// OpenShift's br-ex shape: the NIC under an OVS bridge and an internal
+// interface named like the bridge that copies the NIC's MAC and takes its
+// address.
+func TestOVSBrExShape(t *testing.T) {
+	n := newNode(t)
+	n.ns.AddrAdd(t, "eth1", "192.0.2.12/24")
+	eth1, err := n.ns.Netlink.LinkByName("eth1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := eth1.Attrs().HardwareAddr.String()
+	n.mustApply(t, `
+interfaces:
+- name: br-ex
+  type: ovs-bridge
+  state: up
+  bridge:
+    options: {stp: {enabled: false}}
+    port:
+    - name: eth1
+    - name: br-ex
+- name: br-ex
+  type: ovs-interface
+  state: up
+  copy-mac-from: eth1
+  ipv4:
+    enabled: true
+    address:
+    - {ip: 192.0.2.12, prefix-length: 24}
+- name: eth1
+  type: ethernet
+  state: up
+  ipv4: {enabled: false}
+`)
+	l, err := n.ns.Netlink.LinkByName("br-ex")
+	if err != nil {
+		t.Fatalf("br-ex is not a kernel link: %v", err)
+	}
+	if got := l.Attrs().HardwareAddr.String(); got != mac {
+		t.Errorf("br-ex MAC %s, want eth1's %s", got, mac)
+	}
+	s := n.show(t)
+	if br := s.FindTyped("br-ex", nmstate.TypeOVSBridge); br == nil || len(br.OVSBridge.Port) != 2 {
+		t.Errorf("br-ex bridge = %+v, want eth1 and br-ex as ports", br)
+	}
+}
