@@ -26,8 +26,8 @@ type transaction struct {
 	// netns, resolvConf and utsNS are recorded in the checkpoint.
 	netns, resolvConf, utsNS string
 	// ovsdb is the node's OVS database socket, recorded likewise.
-	ovsdb string
-	probes                   probe.Options
+	ovsdb  string
+	probes probe.Options
 	// noProbes skips probing entirely (a node without external
 	// connectivity to check, tests of the apply path).
 	noProbes       bool

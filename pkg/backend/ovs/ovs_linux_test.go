@@ -235,7 +235,7 @@ func dump(t *testing.T, addr string) string {
 				for u, n := range names {
 					v = strings.ReplaceAll(v, u, n)
 				}
-				cells = append(cells, col+"="+v)
+				cells = append(cells, col+"="+sortedSet(v))
 			}
 			rows = append(rows, tb+" "+strings.Join(cells, " "))
 		}
@@ -243,6 +243,25 @@ func dump(t *testing.T, addr string) string {
 		out = append(out, rows...)
 	}
 	return strings.Join(out, "\n")
+}
+
+// sortedSet renders an OVSDB set (["set",[...]]) with its elements in a
+// fixed order: a set has none, and a rewrite may list them differently.
+func sortedSet(v string) string {
+	var set []json.RawMessage
+	if err := json.Unmarshal([]byte(v), &set); err != nil || len(set) != 2 || string(set[0]) != `"set"` {
+		return v
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(set[1], &elems); err != nil {
+		return v
+	}
+	l := make([]string, len(elems))
+	for i, e := range elems {
+		l[i] = string(e)
+	}
+	sort.Strings(l)
+	return `["set",[` + strings.Join(l, ",") + `]]`
 }
 
 // A failing apply (its route cannot be installed, after the OVS
