@@ -10,6 +10,14 @@ packages=(etcd-server iproute2 dnsmasq openvswitch-switch qemu-system-x86 busybo
 # and what kube-proxy and the kubelet call on the node.
 packages+=(runc containernetworking-plugins nftables iptables conntrack)
 
+# The web views (web/, docs/ui.md): Node.js and npm to build them (Debian's
+# when none is installed; esbuild and the rest need Node.js 18 or newer),
+# chromium and a font for the browser tests.
+packages+=(chromium fonts-dejavu-core)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	packages+=(nodejs npm)
+fi
+
 # kubectl drives make demo and test/e2e; Debian's kubernetes-client when absent.
 if ! command -v kubectl >/dev/null; then
 	packages+=(kubernetes-client)
@@ -105,6 +113,15 @@ if ! fresh helm "$helm_stamp" bin/helm; then
 	echo "setup: building bin/helm"
 	build_helm
 	echo "$helm_stamp" >bin/.helm.stamp
+fi
+
+# The web views' npm packages, exactly as the committed lock file says;
+# again only when the lock file changed or node_modules is gone.
+web_stamp=$(sha256sum web/package-lock.json | cut -c1-16)
+if [[ "$(cat bin/.web.stamp 2>/dev/null)" != "$web_stamp" || ! -d web/node_modules ]]; then
+	echo "setup: npm ci in web/"
+	(cd web && npm ci --no-audit --no-fund --loglevel=error)
+	echo "$web_stamp" >bin/.web.stamp
 fi
 
 # controller-gen is installed from its own module at a pinned version, so its

@@ -20,6 +20,9 @@ const (
 	InstallManifests = "manifests"
 	InstallOperator  = "operator"
 	InstallNone      = "none"
+	// InstallPayload applies deploy/openshift as the Cluster Version
+	// Operator would (with OpenShiftPlatform).
+	InstallPayload = "payload"
 )
 
 // DefaultName is the name of a lab when none is given.
@@ -67,6 +70,11 @@ type Options struct {
 	// (deploy/knmstate: handler and controller, no operator; the default),
 	// InstallOperator (the operator bundle and an NMState) or InstallNone.
 	Install string
+	// OpenShiftPlatform, when set (kubelet mode), makes the lab play
+	// OpenShift: config.openshift.io's CRDs, infrastructure/cluster with
+	// this platform type, a service CA, and (Install InstallPayload, the
+	// default then) deploy/openshift applied in file-name order.
+	OpenShiftPlatform string
 	// MoreImages are more directories of images (`make images` output of
 	// other versions: upgrade tests); their knmstate image is served as
 	// knmstate:TAG too (State.Images["knmstate:TAG"]).
@@ -203,10 +211,26 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Install == "" {
 		o.Install = InstallManifests
 	}
+	if o.OpenShiftPlatform != "" {
+		if !o.Kubelet {
+			errs = append(errs, fmt.Errorf("openshift-platform: needs kubelet mode (--kubelet)"))
+		}
+		switch o.Install {
+		case InstallManifests, InstallPayload:
+			o.Install = InstallPayload
+		case InstallNone:
+		default:
+			errs = append(errs, fmt.Errorf("install: %s with --openshift-platform: the payload (deploy/openshift) or none", o.Install))
+		}
+	}
 	switch o.Install {
 	case InstallManifests, InstallOperator, InstallNone:
+	case InstallPayload:
+		if o.OpenShiftPlatform == "" {
+			errs = append(errs, fmt.Errorf("install: %s needs --openshift-platform", InstallPayload))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("install: %q is not one of %s, %s, %s", o.Install, InstallManifests, InstallOperator, InstallNone))
+		errs = append(errs, fmt.Errorf("install: %q is not one of %s, %s, %s, %s", o.Install, InstallManifests, InstallOperator, InstallPayload, InstallNone))
 	}
 	if o.Install != InstallManifests && !o.Kubelet {
 		errs = append(errs, fmt.Errorf("install: %s needs kubelet mode (--kubelet)", o.Install))

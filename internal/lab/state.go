@@ -67,6 +67,9 @@ type State struct {
 	// CgroupPath is the lab's cgroup (every node's below it) in kubelet
 	// mode, for Down after a supervisor that was killed.
 	CgroupPath string `json:"cgroupPath,omitempty"`
+	// OpenShiftPlatform is the platform type the lab plays OpenShift with
+	// (kubelet mode, --openshift-platform).
+	OpenShiftPlatform string `json:"openshiftPlatform,omitempty"`
 	// Images are the images the lab registry serves, by name, as
 	// references by digest (kubelet mode).
 	Images map[string]string `json:"images,omitempty"`
