@@ -466,7 +466,10 @@ func (p *planner) deps(name string) []string {
 		return nil
 	}
 	var out []string
-	if c := p.targetCtrl(name); c != "" {
+	// An OVS bridge is no kernel link: its ports and internal interfaces
+	// are ordered by the OVS phase, and OpenShift's br-ex is an
+	// ovs-interface named like its own bridge.
+	if c := p.targetCtrl(name); c != "" && !p.isOVSBridge(c) {
 		out = append(out, c)
 	}
 	if par := t.Parent(); par != "" {

@@ -3,6 +3,7 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,6 +189,7 @@ func (t *txn) bridgeSet(spec nmstate.OVSBridgeSpec) {
 		ext[descriptionKey] = *spec.Description
 	}
 	row["external_ids"], row["other_config"] = ext, oc
+	spec.Ports = localPortMAC(spec, oc)
 
 	// Existing ports of this bridge by name; ports elsewhere by name.
 	mine := map[string]ovsdb.Row{}
@@ -221,6 +223,25 @@ func (t *txn) bridgeSet(spec nmstate.OVSBridgeSpec) {
 	t.ops = append(t.ops,
 		ovsdb.Operation{Op: "insert", Table: "Bridge", UUIDName: bn, Row: row},
 		ovsdb.Operation{Op: "mutate", Table: "Open_vSwitch", Mutations: []ovsdb.Mutation{{Column: "bridges", Mutator: "insert", Value: ovsdb.Set{ovsdb.NamedUUID(bn)}}}})
+}
+
+// localPortMAC moves the MAC of the bridge's local port (the internal
+// interface named like the bridge: OpenShift's br-ex) to the bridge's
+// other_config:hwaddr, where ovs-vswitchd takes it from (it ignores the
+// Interface row's mac there), and returns the ports without it.
+func localPortMAC(spec nmstate.OVSBridgeSpec, oc ovsdb.Map) []nmstate.OVSPortSpec {
+	ports := make([]nmstate.OVSPortSpec, len(spec.Ports))
+	for i, ps := range spec.Ports {
+		ps.Interfaces = slices.Clone(ps.Interfaces)
+		for j, is := range ps.Interfaces {
+			if is.Name == spec.Name && is.MAC != "" {
+				oc["hwaddr"] = strings.ToLower(is.MAC)
+				ps.Interfaces[j].MAC = ""
+			}
+		}
+		ports[i] = ps
+	}
+	return ports
 }
 
 // releaseElsewhere takes a port (by name) out of the other bridge holding

@@ -235,7 +235,7 @@ func dump(t *testing.T, addr string) string {
 				for u, n := range names {
 					v = strings.ReplaceAll(v, u, n)
 				}
-				cells = append(cells, col+"="+v)
+				cells = append(cells, col+"="+sortedSet(v))
 			}
 			rows = append(rows, tb+" "+strings.Join(cells, " "))
 		}
@@ -243,6 +243,25 @@ func dump(t *testing.T, addr string) string {
 		out = append(out, rows...)
 	}
 	return strings.Join(out, "\n")
+}
+
+// sortedSet renders an OVSDB set (["set",[...]]) with its elements in a
+// fixed order: a set has none, and a rewrite may list them differently.
+func sortedSet(v string) string {
+	var set []json.RawMessage
+	if err := json.Unmarshal([]byte(v), &set); err != nil || len(set) != 2 || string(set[0]) != `"set"` {
+		return v
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(set[1], &elems); err != nil {
+		return v
+	}
+	l := make([]string, len(elems))
+	for i, e := range elems {
+		l[i] = string(e)
+	}
+	sort.Strings(l)
+	return `["set",[` + strings.Join(l, ",") + `]]`
 }
 
 // A failing apply (its route cannot be installed, after the OVS
@@ -452,5 +471,52 @@ interfaces:
 	n.mustApply(t, strings.Replace(doc, "with eth1 as a port", "renamed", 1))
 	if br := n.show(t).FindTyped("br1", nmstate.TypeOVSBridge); br == nil || br.Description == nil || *br.Description != "ovs bridge renamed" {
 		t.Errorf("after a new description: %+v", br)
+	}
+}
+
+// OpenShift's br-ex shape: the NIC under an OVS bridge and an internal
+// interface named like the bridge that copies the NIC's MAC and takes its
+// address.
+func TestOVSBrExShape(t *testing.T) {
+	n := newNode(t)
+	n.ns.AddrAdd(t, "eth1", "192.0.2.12/24")
+	eth1, err := n.ns.Netlink.LinkByName("eth1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := eth1.Attrs().HardwareAddr.String()
+	n.mustApply(t, `
+interfaces:
+- name: br-ex
+  type: ovs-bridge
+  state: up
+  bridge:
+    options: {stp: {enabled: false}}
+    port:
+    - name: eth1
+    - name: br-ex
+- name: br-ex
+  type: ovs-interface
+  state: up
+  copy-mac-from: eth1
+  ipv4:
+    enabled: true
+    address:
+    - {ip: 192.0.2.12, prefix-length: 24}
+- name: eth1
+  type: ethernet
+  state: up
+  ipv4: {enabled: false}
+`)
+	l, err := n.ns.Netlink.LinkByName("br-ex")
+	if err != nil {
+		t.Fatalf("br-ex is not a kernel link: %v", err)
+	}
+	if got := l.Attrs().HardwareAddr.String(); got != mac {
+		t.Errorf("br-ex MAC %s, want eth1's %s", got, mac)
+	}
+	s := n.show(t)
+	if br := s.FindTyped("br-ex", nmstate.TypeOVSBridge); br == nil || len(br.OVSBridge.Port) != 2 {
+		t.Errorf("br-ex bridge = %+v, want eth1 and br-ex as ports", br)
 	}
 }
