@@ -38,7 +38,8 @@ func newFirstBootCmd(g *globalOptions) *cobra.Command {
 		Long: "Pick <short hostname>.yml of the source directory, else cluster.yml, and apply it with a " +
 			"checkpoint: the gateway and DNS probes that pass before the change must pass after it, or the " +
 			"node is rolled back. On success the file is copied to " + openshift.AppliedFile + ", which makes " +
-			"later boots do nothing while the file is unchanged and tells configure-ovs to leave br-ex alone; " +
+			"later boots do nothing while the file is unchanged and the node shows it (a node whose network " +
+			"configuration did not survive the reboot gets it again), and tells configure-ovs to leave br-ex alone; " +
 			"on failure nothing is recorded and the exit status is non-zero. Logs go to stdout.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -76,12 +77,8 @@ func runFirstBoot(ctx context.Context, stdout io.Writer, o *firstBootOptions) er
 	if err != nil {
 		return fmt.Errorf("first boot of %s: %w", host, err)
 	}
-	switch {
-	case c.Path == "":
+	if c.Path == "" {
 		log.Info("no state file for this host, nothing to apply", "host", host, "dir", o.sourceDir)
-		return nil
-	case c.Applied:
-		log.Info("state file already applied, nothing to do", "host", host, "file", c.Path, "sha256", c.SHA256)
 		return nil
 	}
 	desired, err := nmstate.Decode(c.Data)
@@ -90,6 +87,21 @@ func runFirstBoot(ctx context.Context, stdout io.Writer, o *firstBootOptions) er
 	}
 	if err != nil {
 		return fmt.Errorf("first boot of %s: %s: nothing changed, no flag written:\n%w", host, c.Path, err)
+	}
+	if c.Applied {
+		// Applied at an earlier boot. Where the network configuration
+		// persists (NetworkManager) the node still shows it; on the kernel
+		// backend a reboot wiped it, and the file, which the machine
+		// configuration owns, is applied again.
+		current, err := b.Show(ctx)
+		if err != nil {
+			return fmt.Errorf("first boot of %s: reading the node: %w", host, err)
+		}
+		if satisfied(desired, current) {
+			log.Info("state file already applied, nothing to do", "host", host, "file", c.Path, "sha256", c.SHA256)
+			return nil
+		}
+		log.Info("state file applied at an earlier boot but not in place now: applying it again", "host", host, "file", c.Path)
 	}
 	log.Info("applying state file", "host", host, "file", c.Path, "sha256", c.SHA256)
 	start := time.Now()
@@ -177,4 +189,14 @@ func firstBootApply(ctx context.Context, log *slog.Logger, b runtimeNode, o *fir
 		return fmt.Errorf("committing checkpoint %s: %w", res.Checkpoint, err)
 	}
 	return nil
+}
+
+// satisfied reports whether the node already shows desired (the fixed
+// point: planning it again would change nothing that verification sees).
+func satisfied(desired, current *nmstate.State) bool {
+	m, err := nmstate.Merge(desired, current)
+	if err != nil {
+		return false
+	}
+	return nmstate.Verify(m.Desired, current) == nil
 }

@@ -32,13 +32,11 @@ const eth0DHCP = `interfaces:
   ipv6: {enabled: false}
 `
 
-// bridgeOverEth0 puts eth0 under a bridge whose interface (ifaceOf) takes
+// bridgeOverEth0 puts eth0 under br-ex, whose interface (ifaceOf) takes
 // eth0's MAC and asks DHCP for the address eth0 had (the switch reserves
-// by MAC). The OVS bridge's internal interface is not named br-ex as
-// OpenShift's is: an ovs-interface named like its bridge is refused by the
-// engine's planner until the ovs branch handles it (its case
-// ovs_br_ex); the flow is otherwise the same.
-var ifaceOf = map[string]string{"linux-bridge": "br-ex", "ovs-bridge": "ovs-ex"}
+// by MAC). The OVS variant is OpenShift's: an ovs-bridge br-ex with eth0
+// and its own internal ovs-interface br-ex.
+var ifaceOf = map[string]string{"linux-bridge": "br-ex", "ovs-bridge": "br-ex"}
 
 var bridgeOverEth0 = map[string]string{
 	"linux-bridge": `interfaces:
@@ -67,8 +65,8 @@ var bridgeOverEth0 = map[string]string{
   type: ovs-bridge
   state: up
   bridge:
-    port: [{name: eth0}, {name: ovs-ex}]
-- name: ovs-ex
+    port: [{name: eth0}, {name: br-ex}]
+- name: br-ex
   type: ovs-interface
   state: up
   copy-mac-from: eth0
@@ -337,30 +335,37 @@ func TestFirstBootBridgeTakesOverEth0(t *testing.T) {
 				t.Errorf("second run changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
 			t.Logf("node after first boot:\n%s", before)
+
+			if kind != "linux-bridge" {
+				return
+			}
+			// A reboot on the kernel backend: br-ex is gone, eth0 bare.
+			// The record still matches the file, but the node does not
+			// show it: the next boot applies it again.
+			if err := n.node.NS.Netlink.LinkDel(l); err != nil {
+				t.Fatal(err)
+			}
+			out, err = n.firstBoot(t)
+			if err != nil {
+				t.Fatalf("first-boot after the bridge vanished: %v", err)
+			}
+			if !strings.Contains(out, "applying it again") {
+				t.Errorf("did not say it applies the file again:\n%s", out)
+			}
+			serviceWaitFor(t, time.Minute, &syncBuffer{}, func() string {
+				if after := n.summary(t); after != before {
+					return fmt.Sprintf("node not back as after the first boot:\nwant:\n%s\nnow:\n%s", before, after)
+				}
+				return ""
+			})
 		})
 	}
 }
 
-// TestFirstBootFailureRollsBack: a file that cuts the node off its gateway
-// is rolled back once the probes fail; the command fails naming the host
-// and the file; no record (hence no configure-ovs skip flag) is written;
-// eth0 is as it was. A file that does not decode changes nothing.
-func TestFirstBootFailureRollsBack(t *testing.T) {
-	n := newFirstBootNode(t, false)
-	before := n.summary(t)
-
-	n.writeSource(t, "node1.yml", `interfaces:
-- name: eth0
-  type: ethernet
-  state: up
-  ipv4: {enabled: true, dhcp: true, bogus: 1}
-`)
-	_, err := n.firstBoot(t)
-	if err == nil || !strings.Contains(err.Error(), "first boot of node1") || !strings.Contains(err.Error(), "interfaces[0].ipv4.bogus") {
-		t.Errorf("undecodable file: error %v, want one naming the host and the path", err)
-	}
-
-	n.writeSource(t, "node1.yml", `interfaces:
+// cutOff is a file that applies but leaves the node without its gateway:
+// br-ex takes eth0 with a static address in another subnet.
+var cutOff = map[string]string{
+	"linux-bridge": `interfaces:
 - name: eth0
   type: ethernet
   state: up
@@ -379,28 +384,78 @@ func TestFirstBootFailureRollsBack(t *testing.T) {
 routes:
   config:
   - {destination: 0.0.0.0/0, next-hop-address: 10.99.0.1, next-hop-interface: br-ex}
+`,
+	"ovs-bridge": `interfaces:
+- name: eth0
+  type: ethernet
+  state: up
+  ipv4: {enabled: false}
+  ipv6: {enabled: false}
+- name: br-ex
+  type: ovs-bridge
+  state: up
+  bridge:
+    port: [{name: eth0}, {name: br-ex}]
+- name: br-ex
+  type: ovs-interface
+  state: up
+  copy-mac-from: eth0
+  ipv4:
+    enabled: true
+    address: [{ip: 10.99.0.5, prefix-length: 24}]
+  ipv6: {enabled: false}
+routes:
+  config:
+  - {destination: 0.0.0.0/0, next-hop-address: 10.99.0.1, next-hop-interface: br-ex}
+`,
+}
+
+// TestFirstBootFailureRollsBack: a file that cuts the node off its gateway
+// is rolled back once the probes fail; the command fails naming the host
+// and the file; no record (hence no configure-ovs skip flag) is written;
+// the node (kernel and OVS database) is as it was. A file that does not
+// decode changes nothing.
+func TestFirstBootFailureRollsBack(t *testing.T) {
+	for _, kind := range []string{"linux-bridge", "ovs-bridge"} {
+		t.Run(kind, func(t *testing.T) {
+			n := newFirstBootNode(t, kind == "ovs-bridge")
+			before := n.summary(t)
+
+			n.writeSource(t, "node1.yml", `interfaces:
+- name: eth0
+  type: ethernet
+  state: up
+  ipv4: {enabled: true, dhcp: true, bogus: 1}
 `)
-	_, err = n.firstBoot(t)
-	if err == nil {
-		t.Fatal("first-boot of a file that cuts the node off succeeded")
+			_, err := n.firstBoot(t)
+			if err == nil || !strings.Contains(err.Error(), "first boot of node1") || !strings.Contains(err.Error(), "interfaces[0].ipv4.bogus") {
+				t.Errorf("undecodable file: error %v, want one naming the host and the path", err)
+			}
+
+			n.writeSource(t, "node1.yml", cutOff[kind])
+			_, err = n.firstBoot(t)
+			if err == nil {
+				t.Fatal("first-boot of a file that cuts the node off succeeded")
+			}
+			for _, want := range []string{"first boot of node1", "node1.yml", "probe ping", "rolled back"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(n.sourceDir, "applied")); !os.IsNotExist(err) {
+				t.Errorf("applied record after a failure: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(n.stateDir, "checkpoint")); err == nil {
+				t.Errorf("checkpoint left pending")
+			}
+			var after string
+			serviceWaitFor(t, time.Minute, &syncBuffer{}, func() string {
+				if after = n.summary(t); after != before {
+					return fmt.Sprintf("node not as before:\nbefore:\n%s\nnow:\n%s", before, after)
+				}
+				return ""
+			})
+			n.reachable(t, "eth0")
+		})
 	}
-	for _, want := range []string{"first boot of node1", "node1.yml", "probe ping", "rolled back"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(n.sourceDir, "applied")); !os.IsNotExist(err) {
-		t.Errorf("applied record after a failure: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(n.stateDir, "checkpoint")); err == nil {
-		t.Errorf("checkpoint left pending")
-	}
-	var after string
-	serviceWaitFor(t, time.Minute, &syncBuffer{}, func() string {
-		if after = n.summary(t); after != before {
-			return fmt.Sprintf("node not as before:\nbefore:\n%s\nnow:\n%s", before, after)
-		}
-		return ""
-	})
-	n.reachable(t, "eth0")
 }
