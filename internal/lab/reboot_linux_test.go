@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -133,31 +130,7 @@ func TestLabRebootReappliesPolicies(t *testing.T) {
 // checkAddr requires ifname in the named namespace to have addr.
 func checkAddr(t *testing.T, nsName, ifname, addr string) {
 	t.Helper()
-	h, err := netns.GetFromName(nsName)
-	if err != nil {
-		t.Fatal(err)
+	if msg := addrMissing(nsName, ifname, addr); msg != "" {
+		t.Error(msg)
 	}
-	defer h.Close()
-	nl, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nl.Close()
-	l, err := nl.LinkByName(ifname)
-	if err != nil {
-		t.Errorf("%s: %v", ifname, err)
-		return
-	}
-	addrs, err := nl.AddrList(l, netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var have []string
-	for _, a := range addrs {
-		if a.IPNet.String() == addr {
-			return
-		}
-		have = append(have, a.IPNet.String())
-	}
-	t.Errorf("%s has %v, not %s", ifname, have, addr)
 }

@@ -25,6 +25,7 @@ type firstBootOptions struct {
 	// hostname overrides the host's own name (--hostname).
 	hostname     string
 	dnsHost      string
+	tcpAddress   string
 	probeTimeout time.Duration
 	quiet        bool
 	verbose      int
@@ -36,7 +37,7 @@ func newFirstBootCmd(g *globalOptions) *cobra.Command {
 		Use:   "first-boot",
 		Short: "Apply this host's file of " + openshift.SourceDir + " once (OpenShift's per-host NMState)",
 		Long: "Pick <short hostname>.yml of the source directory, else cluster.yml, and apply it with a " +
-			"checkpoint: the gateway and DNS probes that pass before the change must pass after it, or the " +
+			"checkpoint: the gateway, DNS and --probe-tcp probes that pass before the change must pass after it, or the " +
 			"node is rolled back. On success the file is copied to " + openshift.AppliedFile + ", which makes " +
 			"later boots do nothing while the file is unchanged and the node shows it (a node whose network " +
 			"configuration did not survive the reboot gets it again), and tells configure-ovs to leave br-ex alone; " +
@@ -57,6 +58,7 @@ func newFirstBootCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.sourceDir, "source-dir", openshift.SourceDir, "directory of <host>.yml and cluster.yml files")
 	f.StringVar(&o.hostname, "hostname", "", "host name the file is chosen by (default: the node's own, from --uts-ns or this process)")
 	f.StringVar(&o.dnsHost, "probe-dns-host", probe.DefaultDNSHost, "name the DNS probe resolves")
+	f.StringVar(&o.tcpAddress, "probe-tcp", "", "HOST:PORT the node must still reach after the change (the API server, e.g. api-int.CLUSTER.DOMAIN:6443)")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 0, "how long each probe may take after the change (default: the handler's)")
 	return cmd
 }
@@ -153,8 +155,8 @@ func firstBootHost(ctx context.Context, b apply.Backend, o *firstBootOptions) (s
 // probes that pass now, apply under a checkpoint, and commit only if they
 // still pass, else roll back.
 func firstBootApply(ctx context.Context, log *slog.Logger, b runtimeNode, o *firstBootOptions, desired *nmstate.State) error {
-	po := probe.Options{NetNS: o.node.netns, Show: b.Show, DNSHost: o.dnsHost,
-		PingTimeout: o.probeTimeout, DNSTimeout: o.probeTimeout}.WithDefaults()
+	po := probe.Options{NetNS: o.node.netns, Show: b.Show, DNSHost: o.dnsHost, TCPAddress: o.tcpAddress,
+		PingTimeout: o.probeTimeout, DNSTimeout: o.probeTimeout, TCPTimeout: o.probeTimeout}.WithDefaults()
 	all := po.All()
 	passed := probe.Passing(ctx, all, po.SelectTimeout, po.Interval)
 	selected := probe.Select(all, passed)

@@ -65,7 +65,7 @@ func Render(ic *InstallConfig, o RenderOptions) (map[string][]byte, error) {
 		for _, h := range hosts {
 			cfg.Storage.Files = append(cfg.Storage.Files, file(path.Join(SourceDir, h.Name+".yml"), 0o644, h.NetworkConfig))
 		}
-		cfg.Systemd.Units = append(cfg.Systemd.Units, unit(FirstBootUnit, firstBootUnit(o.Image)))
+		cfg.Systemd.Units = append(cfg.Systemd.Units, unit(FirstBootUnit, firstBootUnit(o.Image, apiInt(ic))))
 		name := "10-knmstate-nmstate-" + role
 		b, err := machineConfig(name, role, cfg)
 		if err != nil {
@@ -136,7 +136,23 @@ func unit(name, contents string) igntypes.Unit {
 // skips), node IP selection and kubelet. A failure leaves no flag, so
 // configure-ovs builds br-ex as it would without us, and the unit shows
 // as failed with the reason in the journal.
-func firstBootUnit(image string) string {
+// apiInt is the API server's internal name (api-int.<cluster>.<domain>),
+// which nodes use and DNS serves before kubelet runs; "" when the
+// install-config lacks the name or domain.
+func apiInt(ic *InstallConfig) string {
+	if ic.ClusterName == "" || ic.BaseDomain == "" {
+		return ""
+	}
+	return "api-int." + ic.ClusterName + "." + ic.BaseDomain
+}
+
+func firstBootUnit(image, apiHost string) string {
+	// The probes: the API server's name must still resolve and its port
+	// answer after the change (each only if it did before).
+	probes := ""
+	if apiHost != "" {
+		probes = " --probe-dns-host " + apiHost + " --probe-tcp " + apiHost + ":6443"
+	}
 	return strings.Join([]string{
 		"[Unit]",
 		"Description=knmstate: apply this host's NMState from " + SourceDir + " before OVS networking and kubelet",
@@ -155,8 +171,8 @@ func firstBootUnit(image string) string {
 			" --authfile /var/lib/kubelet/config.json" +
 			" -v /etc/nmstate:/etc/nmstate:z -v /var/lib/knmstate:/var/lib/knmstate:z" +
 			" -v /run/openvswitch:/run/openvswitch -v /etc/resolv.conf:/etc/resolv.conf" +
-			" --entrypoint /knmstate " + image +
-			" nmstatectl --state-dir /var/lib/knmstate first-boot --source-dir " + SourceDir,
+			" " + image +
+			" nmstatectl --state-dir /var/lib/knmstate first-boot --source-dir " + SourceDir + probes,
 		"StandardOutput=journal+console",
 		"StandardError=journal+console",
 		"",

@@ -1,0 +1,216 @@
+package lab
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// brExOverEth0 is OpenShift's br-ex for a lab node: eth0 (DHCP before)
+// becomes br-ex's port, br-ex's internal interface takes eth0's MAC and
+// its addresses by DHCP and autoconf, as eth0 had them.
+const brExOverEth0 = `interfaces:
+- name: eth0
+  type: ethernet
+  state: up
+  ipv4: {enabled: false}
+  ipv6: {enabled: false}
+- name: br-ex
+  type: ovs-bridge
+  state: up
+  bridge:
+    options: {mcast-snooping-enable: true}
+    port: [{name: eth0}, {name: br-ex}]
+- name: br-ex
+  type: ovs-interface
+  state: up
+  copy-mac-from: eth0
+  ipv4: {enabled: true, dhcp: true, auto-route-metric: 48}
+  ipv6: {enabled: true, dhcp: true, autoconf: true}
+`
+
+// TestLabFirstBootBrEx: OpenShift's first boot on a lab worker with its own
+// userspace Open vSwitch. The node's file is chosen by the node's own host
+// name (its UTS namespace); eth0 becomes br-ex's port; br-ex has eth0's MAC,
+// its address and the default route; the API server stays reachable from
+// the node, and the handler reports br-ex in the NodeNetworkState; a second
+// run changes nothing.
+func TestLabFirstBootBrEx(t *testing.T) {
+	name, dir := testLab(t, "fboot")
+	run(t, "lab", "up", "--name", name, "--dir", dir, "--nodes", "2")
+	st, err := ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := st.Node("node02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.OVSDB == "" {
+		t.Fatal("the lab's nodes have no Open vSwitch (Debian's openvswitch-switch is part of make setup)")
+	}
+	eth0MAC := linkMAC(t, node.NetNS, "eth0")
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "node02.yml"), []byte(brExOverEth0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "cluster.yml"), []byte("interfaces: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api, err := url.Parse(st.APIServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstBoot := []string{"nmstatectl", "--netns", node.NetNS, "--resolv-conf", node.ResolvConf, "--uts-ns", node.UTSNS,
+		"--ovsdb", node.OVSDB, "--ovs-datapath", "netdev", "--state-dir", node.RuntimeStateDir,
+		"first-boot", "--source-dir", src, "--probe-dns-host", apiHost, "--probe-tcp", apiHost + ":" + api.Port(), "--probe-timeout", "30s"}
+	start := time.Now()
+	out := run(t, firstBoot...)
+	t.Logf("first boot took %v:\n%s", time.Since(start).Round(time.Millisecond), out)
+	if !strings.Contains(out, "probes=\"[ping dns tcp]\"") {
+		t.Errorf("first boot did not guard with the ping, dns and tcp probes:\n%s", out)
+	}
+	if !strings.Contains(out, "node02.yml") {
+		t.Errorf("first boot did not pick node02.yml by the node's host name:\n%s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(src, "applied"))
+	if err != nil || string(b) != brExOverEth0 {
+		t.Errorf("applied record %q, %v", b, err)
+	}
+	waitFor(t, time.Minute, func() string {
+		return addrMissing(node.NetNS, "br-ex", node.Address+"/24")
+	})
+	if got := linkMAC(t, node.NetNS, "br-ex"); got != eth0MAC {
+		t.Errorf("br-ex MAC %s, eth0's %s", got, eth0MAC)
+	}
+	if msg := defaultRouteMissing(node.NetNS, "br-ex"); msg != "" {
+		t.Error(msg)
+	}
+	local, err := dialFrom(node.NetNS, api.Host)
+	if err != nil || local != node.Address {
+		t.Errorf("API server %s from node02: local address %q, %v; want %s through br-ex", api.Host, local, err, node.Address)
+	}
+	// The handler, still running, sees eth0 under br-ex.
+	dyn, err := dynamicFor(st.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, func() string {
+		nns, err := dyn.Resource(nnsResource).Get(context.Background(), "node02", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		ifaces, _, _ := unstructured.NestedSlice(nns.Object, "status", "currentState", "interfaces")
+		for _, i := range ifaces {
+			m, _ := i.(map[string]any)
+			if m["name"] == "eth0" && m["controller"] == "br-ex" {
+				return ""
+			}
+		}
+		return "NodeNetworkState of node02 does not show eth0 under br-ex"
+	})
+
+	out = run(t, firstBoot...)
+	if !strings.Contains(out, "already applied, nothing to do") {
+		t.Errorf("second first boot did something:\n%s", out)
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		msg := cond()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func nodeNetlink(nsName string) (*netlink.Handle, func(), error) {
+	h, err := netns.GetFromName(nsName)
+	if err != nil {
+		return nil, nil, err
+	}
+	nl, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	return nl, func() { nl.Close(); h.Close() }, nil
+}
+
+func linkMAC(t *testing.T, nsName, ifname string) string {
+	t.Helper()
+	nl, done, err := nodeNetlink(nsName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	l, err := nl.LinkByName(ifname)
+	if err != nil {
+		t.Fatalf("%s: %v", ifname, err)
+	}
+	return l.Attrs().HardwareAddr.String()
+}
+
+// addrMissing says why ifname lacks addr ("" when it has it).
+func addrMissing(nsName, ifname, addr string) string {
+	nl, done, err := nodeNetlink(nsName)
+	if err != nil {
+		return err.Error()
+	}
+	defer done()
+	l, err := nl.LinkByName(ifname)
+	if err != nil {
+		return ifname + ": " + err.Error()
+	}
+	addrs, err := nl.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return err.Error()
+	}
+	var have []string
+	for _, a := range addrs {
+		if a.IPNet.String() == addr {
+			return ""
+		}
+		have = append(have, a.IPNet.String())
+	}
+	return ifname + " has " + strings.Join(have, ", ") + ", not " + addr
+}
+
+func defaultRouteMissing(nsName, ifname string) string {
+	nl, done, err := nodeNetlink(nsName)
+	if err != nil {
+		return err.Error()
+	}
+	defer done()
+	l, err := nl.LinkByName(ifname)
+	if err != nil {
+		return err.Error()
+	}
+	rs, err := nl.RouteList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return err.Error()
+	}
+	for _, r := range rs {
+		if r.Dst == nil || r.Dst.IP.IsUnspecified() {
+			return ""
+		}
+	}
+	return "no IPv4 default route through " + ifname
+}
