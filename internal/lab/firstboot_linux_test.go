@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,12 +40,44 @@ const brExOverEth0 = `interfaces:
   ipv6: {enabled: true, dhcp: true, autoconf: true}
 `
 
+// brExCutOff is br-ex with a static address in a subnet nobody routes.
+const brExCutOff = `interfaces:
+- name: eth0
+  type: ethernet
+  state: up
+  ipv4: {enabled: false}
+  ipv6: {enabled: false}
+- name: br-ex
+  type: ovs-bridge
+  state: up
+  bridge:
+    port: [{name: eth0}, {name: br-ex}]
+- name: br-ex
+  type: ovs-interface
+  state: up
+  copy-mac-from: eth0
+  ipv4:
+    enabled: true
+    address: [{ip: 10.99.0.5, prefix-length: 24}]
+  ipv6: {enabled: false}
+routes:
+  config:
+  - {destination: 0.0.0.0/0, next-hop-address: 10.99.0.1, next-hop-interface: br-ex}
+`
+
+// runErr runs knmstate and returns its combined output and error.
+func runErr(args ...string) (string, error) {
+	out, err := exec.Command(knmstate, args...).CombinedOutput()
+	return string(out), err
+}
+
 // TestLabFirstBootBrEx: OpenShift's first boot on a lab worker with its own
 // userspace Open vSwitch. The node's file is chosen by the node's own host
 // name (its UTS namespace); eth0 becomes br-ex's port; br-ex has eth0's MAC,
 // its address and the default route; the API server stays reachable from
 // the node, and the handler reports br-ex in the NodeNetworkState; a second
-// run changes nothing.
+// run changes nothing. Before that, a file that cuts the node off is rolled
+// back: non-zero exit, no flag, eth0 and the API as before.
 func TestLabFirstBootBrEx(t *testing.T) {
 	name, dir := testLab(t, "fboot")
 	run(t, "lab", "up", "--name", name, "--dir", dir, "--nodes", "2")
@@ -73,9 +106,33 @@ func TestLabFirstBootBrEx(t *testing.T) {
 	}
 	firstBoot := []string{"nmstatectl", "--netns", node.NetNS, "--resolv-conf", node.ResolvConf, "--uts-ns", node.UTSNS,
 		"--ovsdb", node.OVSDB, "--ovs-datapath", "netdev", "--state-dir", node.RuntimeStateDir,
-		"first-boot", "--source-dir", src, "--probe-dns-host", apiHost, "--probe-tcp", apiHost + ":" + api.Port(), "--probe-timeout", "30s"}
+		"first-boot", "--source-dir", src, "--probe-dns-host", apiHost, "--probe-tcp", apiHost + ":" + api.Port(), "--probe-timeout", "10s"}
+
+	// A file that cuts the node off (br-ex with an address nobody
+	// routes): rolled back, non-zero exit, no flag, eth0 as before, the
+	// API still reachable.
+	if err := os.WriteFile(filepath.Join(src, "node02.yml"), []byte(brExCutOff), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
-	out := run(t, firstBoot...)
+	out, err := runErr(firstBoot...)
+	t.Logf("failing first boot took %v:\n%s", time.Since(start).Round(time.Millisecond), out)
+	if err == nil || !strings.Contains(out, "rolled back checkpoint") || !strings.Contains(out, "no flag written") {
+		t.Errorf("a cut-off file: %v, want a non-zero exit saying it rolled back and wrote no flag", err)
+	}
+	if _, err := os.Stat(filepath.Join(src, "applied")); !os.IsNotExist(err) {
+		t.Errorf("applied record after a failed first boot (%v)", err)
+	}
+	waitFor(t, time.Minute, func() string { return addrMissing(node.NetNS, "eth0", node.Address+"/24") })
+	if local, err := dialFrom(node.NetNS, api.Host); err != nil || local != node.Address {
+		t.Errorf("API server from node02 after the rollback: local %q, %v", local, err)
+	}
+
+	if err := os.WriteFile(filepath.Join(src, "node02.yml"), []byte(brExOverEth0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	out = run(t, firstBoot...)
 	t.Logf("first boot took %v:\n%s", time.Since(start).Round(time.Millisecond), out)
 	if !strings.Contains(out, "probes=\"[ping dns tcp]\"") {
 		t.Errorf("first boot did not guard with the ping, dns and tcp probes:\n%s", out)
