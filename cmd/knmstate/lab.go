@@ -81,6 +81,7 @@ func newLabUpCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
 	registerKubeletFlags(cmd, &opts)
 	registerGuestFlags(cmd, &opts)
+	registerFirstBootFlag(cmd, &opts)
 	return cmd
 }
 
@@ -128,6 +129,7 @@ func newLabRunCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
 	registerKubeletFlags(cmd, &opts)
 	registerGuestFlags(cmd, &opts)
+	registerFirstBootFlag(cmd, &opts)
 	return cmd
 }
 
@@ -299,4 +301,8 @@ Default mode only.`,
 	sel.register(cmd)
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the enactments")
 	return cmd
+}
+
+func registerFirstBootFlag(cmd *cobra.Command, opts *lab.Options) {
+	cmd.Flags().StringVar(&opts.FirstBootDir, "first-boot-dir", "", "OpenShift-style NODE.yml / cluster.yml files every node applies with `nmstatectl first-boot` at each boot (lab up, lab reboot) before its handler starts (docs/openshift.md)")
 }

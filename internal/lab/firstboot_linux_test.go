@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 // brExOverEth0 is OpenShift's br-ex for a lab node: eth0 (DHCP before)
@@ -270,4 +271,82 @@ func defaultRouteMissing(nsName, ifname string) string {
 		}
 	}
 	return "no IPv4 default route through " + ifname
+}
+
+// TestLabFirstBootDirAndReboot: both OpenShift flows on one worker. Day 1:
+// with --first-boot-dir, node02 applies its node02.yml (eth0 under br-ex)
+// at boot, before its handler starts; node01, with no file, is left alone.
+// Day 2: a policy on node02 is Available. After lab reboot the machine
+// configuration (the first boot's file) is back first, then the handler
+// puts the policy back.
+func TestLabFirstBootDirAndReboot(t *testing.T) {
+	name, dir := testLab(t, "fbdir")
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "node02.yml"), []byte(brExOverEth0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "lab", "up", "--name", name, "--dir", dir, "--nodes", "2", "--first-boot-dir", src)
+	st, err := ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := st.Node("node02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.OVSDB == "" {
+		t.Fatal("the lab's nodes have no Open vSwitch (Debian's openvswitch-switch is part of make setup)")
+	}
+	node01, err := st.Node("node01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	onBrEx := func() string {
+		if msg := addrMissing(node.NetNS, "br-ex", node.Address+"/24"); msg != "" {
+			return msg
+		}
+		return defaultRouteMissing(node.NetNS, "br-ex")
+	}
+	waitFor(t, time.Minute, onBrEx)
+	if msg := addrMissing(node01.NetNS, "eth0", node01.Address+"/24"); msg != "" {
+		t.Errorf("node01 (no file): %s", msg)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nodes", "node02", "etc", "nmstate", "openshift", "applied")); err != nil {
+		t.Errorf("node02's applied record: %v", err)
+	}
+
+	dyn, err := dynamicFor(st.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(rebootPolicies["eth1-static"]), &policy.Object); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(nncpGVR).Create(context.Background(), &policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WaitAvailableAgain(context.Background(), st.Kubeconfig, "node02", map[string]Enactment{"node02.eth1-static": {}}, time.Time{}, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	out := run(t, "lab", "reboot", "node02", "--name", name, "--dir", dir)
+	t.Logf("lab reboot:\n%s", out)
+	if !strings.Contains(out, "1 enactments Available again") {
+		t.Errorf("lab reboot did not report the policy Available again:\n%s", out)
+	}
+	if msg := onBrEx(); msg != "" {
+		t.Errorf("after the reboot: %s", msg)
+	}
+	checkAddr(t, node.NetNS, "eth1", "10.10.0.2/24")
+	log, err := os.ReadFile(filepath.Join(dir, "nodes", "node02", "first-boot.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), `msg="applying state file"`); n != 2 {
+		t.Errorf("node02's file applied %d times (boot and reboot), want 2:\n%s", n, log)
+	}
+	if !strings.Contains(string(log), "applying it again") {
+		t.Errorf("the reboot's first boot did not say it applies the file again:\n%s", log)
+	}
 }

@@ -32,8 +32,9 @@ type RebootResult struct {
 	// Start is when the node went down.
 	Start time.Time `json:"start"`
 	// Down is how long stopping its processes and removing its namespaces
-	// took; Up until its namespaces, NICs and DHCP lease were back; Handler
-	// is when its handler started again.
+	// took; Up until its namespaces, NICs and DHCP lease were back (and its
+	// first boot's file applied, with FirstBootDir); Handler is when its
+	// handler started again.
 	Down    Duration  `json:"down"`
 	Up      Duration  `json:"up"`
 	Handler time.Time `json:"handler"`
@@ -95,6 +96,9 @@ func (s *supervisor) reboot(ctx context.Context, name string) (*RebootResult, er
 		if err := waitLeases(ctx, s.sw, []NodeState{n}, s.scale(time.Minute)); err != nil {
 			return nil, fmt.Errorf("lab reboot: %w", err)
 		}
+	}
+	if s.opts.FirstBootDir != "" {
+		s.firstBoot(ctx, &n)
 	}
 	res.Up = Duration(time.Since(res.Start))
 	s.mu.Lock()

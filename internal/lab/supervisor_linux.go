@@ -518,6 +518,14 @@ func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []No
 		}
 		s.step("node runtimes: eth0 configured by DHCP", tn)
 	}
+	if s.opts.FirstBootDir != "" {
+		if err := s.installFirstBootFiles(nodes); err != nil {
+			return err
+		}
+		for i := range nodes {
+			s.firstBoot(ctx, &nodes[i])
+		}
+	}
 	return nil
 }
 
