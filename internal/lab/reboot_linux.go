@@ -131,7 +131,9 @@ func (s *supervisor) serveControl(ctx context.Context) (stop func(), err error) 
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /reboot/{node}", func(w http.ResponseWriter, r *http.Request) {
-		res, err := s.reboot(r.Context(), r.PathValue("node"))
+		// The lab's context, not the request's: a client that goes away
+		// must not leave the node half rebooted.
+		res, err := s.reboot(s.procCtx, r.PathValue("node"))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
