@@ -273,12 +273,29 @@ func defaultRouteMissing(nsName, ifname string) string {
 	return "no IPv4 default route through " + ifname
 }
 
+// ovsPolicy is a second OVS bridge for node02, over eth2.
+const ovsPolicy = `
+apiVersion: nmstate.io/v1
+kind: NodeNetworkConfigurationPolicy
+metadata: {name: br-int}
+spec:
+  nodeSelector: {kubernetes.io/hostname: node02}
+  desiredState:
+    interfaces:
+    - name: br-int
+      type: ovs-bridge
+      state: up
+      bridge:
+        port: [{name: eth2}]
+`
+
 // TestLabFirstBootDirAndReboot: both OpenShift flows on one worker. Day 1:
 // with --first-boot-dir, node02 applies its node02.yml (eth0 under br-ex)
 // at boot, before its handler starts; node01, with no file, is left alone.
-// Day 2: a policy on node02 is Available. After lab reboot the machine
-// configuration (the first boot's file) is back first, then the handler
-// puts the policy back.
+// Day 2: two policies on node02 (an address on eth1, an OVS bridge) are
+// Available. After lab reboot, which wipes the node's kernel state and its
+// OVS database, the machine configuration (the first boot's file) is back
+// first, then the handler puts both policies back.
 func TestLabFirstBootDirAndReboot(t *testing.T) {
 	name, dir := testLab(t, "fbdir")
 	src := t.TempDir()
@@ -319,26 +336,35 @@ func TestLabFirstBootDirAndReboot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var policy unstructured.Unstructured
-	if err := yaml.Unmarshal([]byte(rebootPolicies["eth1-static"]), &policy.Object); err != nil {
-		t.Fatal(err)
+	// Day 2: an address on eth1, and a second OVS bridge on the node's
+	// Open vSwitch (whose database the reboot wipes).
+	for _, doc := range []string{rebootPolicies["eth1-static"], ovsPolicy} {
+		var policy unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &policy.Object); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(nncpGVR).Create(context.Background(), &policy, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := dyn.Resource(nncpGVR).Create(context.Background(), &policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := WaitAvailableAgain(context.Background(), st.Kubeconfig, "node02", map[string]Enactment{"node02.eth1-static": {}}, time.Time{}, 2*time.Minute); err != nil {
+	if _, err := WaitAvailableAgain(context.Background(), st.Kubeconfig, "node02",
+		map[string]Enactment{"node02.eth1-static": {}, "node02.br-int": {}}, time.Time{}, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 
 	out := run(t, "lab", "reboot", "node02", "--name", name, "--dir", dir)
 	t.Logf("lab reboot:\n%s", out)
-	if !strings.Contains(out, "1 enactments Available again") {
-		t.Errorf("lab reboot did not report the policy Available again:\n%s", out)
+	if !strings.Contains(out, "2 enactments Available again") {
+		t.Errorf("lab reboot did not report both policies Available again:\n%s", out)
 	}
 	if msg := onBrEx(); msg != "" {
 		t.Errorf("after the reboot: %s", msg)
 	}
 	checkAddr(t, node.NetNS, "eth1", "10.10.0.2/24")
+	ovsctl := exec.Command("ovs-vsctl", "--db="+node.OVSDB, "list-ports", "br-int")
+	if b, err := ovsctl.CombinedOutput(); err != nil || strings.TrimSpace(string(b)) != "eth2" {
+		t.Errorf("ovs-vsctl list-ports br-int after the reboot: %q, %v; want eth2", b, err)
+	}
 	log, err := os.ReadFile(filepath.Join(dir, "nodes", "node02", "first-boot.log"))
 	if err != nil {
 		t.Fatal(err)
