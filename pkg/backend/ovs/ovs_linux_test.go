@@ -96,7 +96,7 @@ func (n *node) show(t *testing.T) *nmstate.State {
 
 func example(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "shared", "conformance", "nmstate-examples", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "test", "conformance", "testdata", "nmstate-examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
