@@ -61,10 +61,13 @@ func run(ctx context.Context, opts Options) error {
 	ob := openOVS(ctx, b, opts, log)
 	defer ob.Close()
 	// Subscribe before the first read, so no change slips between them.
-	changes, err := b.Watch(ctx)
+	kernelChanges, err := b.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("handler %s: %w", opts.Node, err)
 	}
+	// OVSDB's configuration changes too (an OVS that starts later, a
+	// bridge changed with ovs-vsctl).
+	changes := ob.Watch(ctx, kernelChanges)
 	defer func() {
 		cancel()
 		for range changes { // Watch's goroutines are gone once it is closed
