@@ -9,6 +9,11 @@ packages=(etcd-server iproute2 dnsmasq openvswitch-switch qemu-system-x86 busybo
 # The lab's kubelets: containerd's runtime, the CNI plugins (in /usr/lib/cni),
 # and what kube-proxy and the kubelet call on the node.
 packages+=(runc containernetworking-plugins nftables iptables conntrack)
+# The NetworkManager backend's tests and the lab's --backend networkmanager:
+# NetworkManager 1.42 (with nmcli) and a D-Bus daemon for its private system
+# bus. Only ever started by our code, inside namespaces of our own, never as
+# a service (the machine's policy-rc.d keeps apt from starting it).
+packages+=(network-manager dbus-daemon)
 
 # The web views (web/, docs/ui.md): Node.js and npm to build them (Debian's
 # when none is installed; esbuild and the rest need Node.js 18 or newer),
@@ -36,6 +41,12 @@ if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# The package enables its units; we installed it only for our own
+	# namespaced instances, so it must never start as this machine's service.
+	# (Only when this run installed it: a machine's own NetworkManager is left alone.)
+	if [[ " ${missing[*]} " == *" network-manager "* ]] && command -v systemctl >/dev/null; then
+		systemctl disable NetworkManager.service NetworkManager-wait-online.service NetworkManager-dispatcher.service >/dev/null 2>&1 || true
+	fi
 fi
 # Tools built from pinned tools modules. A stamp is the hash of what its build
 # reads (the module files, the main package) and of the build function itself,

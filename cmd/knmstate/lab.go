@@ -91,6 +91,7 @@ func registerGuestFlags(cmd *cobra.Command, opts *lab.Options) {
 	cmd.Flags().StringVar(&opts.KernelCache, "kernel-cache", "", "the kernel lane's cache holding the kernel (default: the repository's .cache/kernel-lane; hack/kernel-lane/kernel.sh fills it)")
 	cmd.Flags().IntVar(&opts.GuestMemory, "guest-memory", lab.DefaultGuestMemory, "the guest's memory in MiB")
 	cmd.Flags().IntVar(&opts.GuestCPUs, "guest-cpus", 2, "the guest's CPUs")
+	cmd.Flags().StringVar(&opts.Backend, "backend", lab.BackendKernel, "the nodes' network backend: kernel, or networkmanager (each node runs its own NetworkManager on a private bus, and its handler drives it)")
 }
 
 // registerKubeletFlags are the flags of kubelet mode (lab up and lab run).

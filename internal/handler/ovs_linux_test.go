@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,30 @@ func TestRunOVS(t *testing.T) {
 		t.Error("the ovs0 kernel link lacks 198.51.100.80")
 	}
 	// The reporter shows the bridge, read from OVSDB.
+	n.waitNNS(t, "ovs-br0", func(br *nmstate.Interface) bool {
+		return br.OVSBridge != nil && len(br.OVSBridge.Port) == 2
+	})
+}
+
+// A change made in OVSDB alone reaches the NodeNetworkState through the
+// handler's OVSDB monitor: the database server runs without ovs-vswitchd,
+// so nothing happens in the kernel, and the resync is an hour away.
+func TestRunOVSDBChangeReported(t *testing.T) {
+	ns := nstest.New(t)
+	o := ovsrun.ForTest(t, "-")
+	n := newPolNode(t, "ovs-monitor", ns.Path, nil)
+	runHandler(t, n, func(opts *Options) { opts.OVSDB, opts.Resync = o.Address, time.Hour })
+	n.waitNNS(t, "lo", func(*nmstate.Interface) bool { return true })
+	if out, err := exec.Command("ovs-vsctl", "--db="+o.Address, "--no-wait", "add-br", "br-m").CombinedOutput(); err != nil {
+		t.Fatalf("ovs-vsctl: %v: %s", err, out)
+	}
+	n.waitNNS(t, "br-m", func(br *nmstate.Interface) bool { return br.Type == nmstate.TypeOVSBridge })
+}
+
+// waitNNS waits until n's NodeNetworkState shows interface name as ok
+// says.
+func (n *polNode) waitNNS(t *testing.T, name string, ok func(*nmstate.Interface) bool) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute) // a hang guard, not a measurement
 	for {
 		nns := &nmstatev1beta1.NodeNetworkState{}
@@ -85,12 +110,14 @@ func TestRunOVS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if br := st.FindTyped("ovs-br0", nmstate.TypeOVSBridge); br != nil && br.OVSBridge != nil && len(br.OVSBridge.Port) == 2 {
-				break
+			for i := range st.Interfaces {
+				if st.Interfaces[i].Name == name && ok(&st.Interfaces[i]) {
+					return
+				}
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the NodeNetworkState never showed ovs-br0 with its two ports (last error %v)", err)
+			t.Fatalf("the NodeNetworkState never showed %s as expected (last error %v)", name, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

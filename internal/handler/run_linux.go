@@ -21,6 +21,7 @@ import (
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
+	"github.com/knmstate/knmstate/pkg/backend/nm"
 	"github.com/knmstate/knmstate/pkg/backend/ovs"
 )
 
@@ -61,10 +62,13 @@ func run(ctx context.Context, opts Options) error {
 	ob := openOVS(ctx, b, opts, log)
 	defer ob.Close()
 	// Subscribe before the first read, so no change slips between them.
-	changes, err := b.Watch(ctx)
+	kernelChanges, err := b.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("handler %s: %w", opts.Node, err)
 	}
+	// OVSDB's configuration changes too (an OVS that starts later, a
+	// bridge changed with ovs-vsctl).
+	changes := ob.Watch(ctx, kernelChanges)
 	defer func() {
 		cancel()
 		for range changes { // Watch's goroutines are gone once it is closed
@@ -72,6 +76,22 @@ func run(ctx context.Context, opts Options) error {
 	}()
 	if _, err := ob.Show(ctx); err != nil {
 		return fmt.Errorf("handler %s: reading network state: %w", opts.Node, err)
+	}
+	// Without NetworkManager, OVS goes to the node's OVSDB next to the
+	// kernel.
+	var node shower = ob
+	var pb PolicyBackend = ob
+	nmVersion := ""
+	if useNM(ctx, opts) {
+		nb, err := nm.Open(ctx, nm.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, ResolvConf: opts.ResolvConf, Bus: opts.DBusAddress, Persist: opts.PersistProfiles})
+		if err != nil {
+			return fmt.Errorf("handler %s: %w", opts.Node, err)
+		}
+		defer nb.Close()
+		if nmVersion, err = nb.Version(); err != nil {
+			return fmt.Errorf("handler %s: %w", opts.Node, err)
+		}
+		node, pb = nb, nb
 	}
 
 	cfg := apiConfig(opts)
@@ -118,21 +138,22 @@ func run(ctx context.Context, opts Options) error {
 	}
 
 	r := &reporter{
-		node:     opts.Node,
-		backend:  ob,
-		changes:  changes,
-		client:   c,
-		filter:   *opts.Filter,
-		labels:   opts.Labels,
-		version:  opts.Version,
-		resync:   opts.Resync,
-		deb:      debouncer{quiet: opts.Debounce, maxWait: 5 * opts.Debounce},
-		retryMin: opts.Debounce,
-		retryMax: 30 * time.Second,
-		log:      log,
-		now:      time.Now,
-		eventc:   make(chan struct{}, 1),
-		metrics:  opts.Instruments,
+		node:      opts.Node,
+		backend:   node,
+		changes:   changes,
+		nmVersion: nmVersion,
+		client:    c,
+		filter:    *opts.Filter,
+		labels:    opts.Labels,
+		version:   opts.Version,
+		resync:    opts.Resync,
+		deb:       debouncer{quiet: opts.Debounce, maxWait: 5 * opts.Debounce},
+		retryMin:  opts.Debounce,
+		retryMax:  30 * time.Second,
+		log:       log,
+		now:       time.Now,
+		eventc:    make(chan struct{}, 1),
+		metrics:   opts.Instruments,
 	}
 	if opts.ReadyFile != "" {
 		r.alive = func() {
@@ -162,9 +183,8 @@ func run(ctx context.Context, opts Options) error {
 		}
 		return fmt.Errorf("handler %s: API cache did not sync", opts.Node)
 	}
-	log.Info("handler started", "netns", opts.NetNS, "dialNetns", opts.DialNetNS)
-	var pb PolicyBackend = ob
-	if opts.RuntimeStateDir != "" {
+	log.Info("handler started", "netns", opts.NetNS, "dialNetns", opts.DialNetNS, "networkManager", nmVersion)
+	if opts.RuntimeStateDir != "" && nmVersion == "" {
 		rb, closeRT, err := runtimeBackend(b, ob, opts, log)
 		if err != nil {
 			return fmt.Errorf("handler %s: %w", opts.Node, err)
@@ -206,6 +226,23 @@ func openOVS(ctx context.Context, b *kernel.Backend, opts Options, log logr.Logg
 		}
 	}
 	return ob
+}
+
+// useNM decides the backend: networkmanager, or auto with NetworkManager
+// on the bus. For a node namespace other than the process's own, auto asks
+// only a given bus: the system bus's NetworkManager manages the machine's
+// namespace, not the node's.
+func useNM(ctx context.Context, opts Options) bool {
+	switch opts.Backend {
+	case "networkmanager":
+		return true
+	case "auto":
+		if opts.NetNS != "" && opts.DBusAddress == "" {
+			return false
+		}
+		return nm.Available(ctx, opts.DBusAddress)
+	}
+	return false
 }
 
 // serveMetrics starts the metrics endpoint, when enabled, until ctx ends;

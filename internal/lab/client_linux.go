@@ -73,6 +73,9 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 			args = append(args, "--openshift-platform", opts.OpenShiftPlatform)
 		}
 	}
+	if opts.Backend != "" {
+		args = append(args, "--backend", opts.Backend)
+	}
 	if opts.Kernel != "" {
 		args = append(args, "--kernel", opts.Kernel, "--kernel-cache", opts.KernelCache,
 			"--guest-memory", strconv.Itoa(opts.GuestMemory), "--guest-cpus", strconv.Itoa(opts.GuestCPUs))

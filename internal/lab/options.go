@@ -98,6 +98,14 @@ type Options struct {
 	// GuestCPUs is the guest's number of CPUs; default 2.
 	GuestCPUs int
 
+	// Backend is the nodes' network backend: "" or BackendKernel (the
+	// handler drives the kernel), or BackendNetworkManager: each node runs
+	// its own NetworkManager (private bus and state, internal/nmrun) that
+	// leaves eth0 to the node runtime, and its handler drives it
+	// (--backend networkmanager). Handler-process mode on this machine's
+	// kernel only.
+	Backend string
+
 	// FirstBootDir holds OpenShift-style per-node NMState files
 	// (NODE.yml, cluster.yml; docs/openshift.md). Each node gets a copy in
 	// its own etc/nmstate/openshift (as a MachineConfig writes them) and
@@ -106,6 +114,12 @@ type Options struct {
 	// Default mode only.
 	FirstBootDir string
 }
+
+// Node backends (Options.Backend).
+const (
+	BackendKernel         = "kernel"
+	BackendNetworkManager = "networkmanager"
+)
 
 // KernelDebian is the Kernel of guest mode: Debian's kernel under qemu.
 const KernelDebian = "debian"
@@ -161,6 +175,13 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Nodes == 0 {
 		o.Nodes = 3
+	}
+	switch {
+	case o.Backend == "" || o.Backend == BackendKernel:
+	case o.Backend != BackendNetworkManager:
+		errs = append(errs, fmt.Errorf("backend: %q is not one of kernel, networkmanager", o.Backend))
+	case o.Kubelet || o.Kernel != "":
+		errs = append(errs, errors.New("backend: networkmanager runs in handler-process mode on this machine's kernel only (not with kubelet or guest mode)"))
 	}
 	if o.Nodes < 1 || o.Nodes > MaxNodes {
 		errs = append(errs, fmt.Errorf("nodes: %d is out of range 1..%d", o.Nodes, MaxNodes))
@@ -241,8 +262,8 @@ func (o Options) withDefaults() (Options, error) {
 		errs = append(errs, fmt.Errorf("install: %q is not one of %s, %s, %s, %s", o.Install, InstallManifests, InstallOperator, InstallPayload, InstallNone))
 	}
 	if o.FirstBootDir != "" {
-		if o.Kubelet || o.Kernel != "" {
-			errs = append(errs, errors.New("first-boot-dir: only in the default mode"))
+		if o.Kubelet || o.Kernel != "" || o.Backend == BackendNetworkManager {
+			errs = append(errs, errors.New("first-boot-dir: only in the default mode on the kernel backend"))
 		}
 		abs, err := filepath.Abs(o.FirstBootDir)
 		if err == nil {
@@ -256,7 +277,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		o.FirstBootDir = abs
 	}
-	if o.Install != InstallManifests && !o.Kubelet {
+	if o.Install != InstallManifests && !o.Kubelet && o.OpenShiftPlatform == "" {
 		errs = append(errs, fmt.Errorf("install: %s needs kubelet mode (--kubelet)", o.Install))
 	}
 	if o.Kubelet {

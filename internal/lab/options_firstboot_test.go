@@ -23,7 +23,8 @@ func TestFirstBootDirOptions(t *testing.T) {
 		{"directory", Options{Dir: "/tmp/x", Binary: "/bin/true", APIServer: "/x", FirstBootDir: dir}, ""},
 		{"missing", Options{Dir: "/tmp/x", Binary: "/bin/true", APIServer: "/x", FirstBootDir: filepath.Join(dir, "nope")}, "first-boot-dir: stat "},
 		{"a file", Options{Dir: "/tmp/x", Binary: "/bin/true", APIServer: "/x", FirstBootDir: file}, "first-boot-dir: not a directory"},
-		{"kubelet mode", Options{Dir: "/tmp/x", Binary: "/bin/true", APIServer: "/x", Kubelet: true, Images: "/i", KubeBinDir: "/k", FirstBootDir: dir}, "first-boot-dir: only in the default mode"},
+		{"kubelet mode", Options{Dir: "/tmp/x", Binary: "/bin/true", APIServer: "/x", Kubelet: true, Images: "/i", KubeBinDir: "/k", FirstBootDir: dir}, "first-boot-dir: only in the default mode on the kernel backend"},
+		{"networkmanager nodes", Options{Dir: "/tmp/x", Binary: "/bin/true", APIServer: "/x", Backend: BackendNetworkManager, FirstBootDir: dir}, "first-boot-dir: only in the default mode on the kernel backend"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := tc.opts.withDefaults()

@@ -49,8 +49,8 @@ type RebootResult struct {
 // policies the node no longer shows. The handler's state directory
 // (checkpoints) is kept, as /var/lib is on a real node.
 func (s *supervisor) reboot(ctx context.Context, name string) (*RebootResult, error) {
-	if s.opts.Kubelet || s.opts.Kernel != "" || s.sw == nil {
-		return nil, errors.New("lab reboot: only in the default mode (nodes as namespaces, handlers as processes); kubelet and guest modes are not done")
+	if s.opts.Kubelet || s.opts.Kernel != "" || s.sw == nil || s.opts.Backend == BackendNetworkManager {
+		return nil, errors.New("lab reboot: only in the default mode on the kernel backend (nodes as namespaces, handlers as processes); kubelet mode, guest mode and NetworkManager nodes are not done")
 	}
 	s.rebootMu.Lock()
 	defer s.rebootMu.Unlock()

@@ -25,8 +25,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/nmrun"
 	"github.com/knmstate/knmstate/internal/ovsrun"
 	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // apiName is the API server's name in the lab's DNS zone.
@@ -539,6 +541,9 @@ func (s *supervisor) ovsAvailable() bool {
 		s.note("kubelet mode: the nodes have no Open vSwitch (OVS policies fail saying so)")
 		return false
 	}
+	if s.opts.Backend == BackendNetworkManager {
+		return false // the handlers drive NetworkManager, which makes no OVS here
+	}
 	for _, bin := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			s.note("no %s (Debian's openvswitch-switch): the nodes have no Open vSwitch (OVS policies fail saying so)", bin)
@@ -630,6 +635,13 @@ func (s *supervisor) buildProcesses(ctx context.Context, env *testenv.Env, sw *l
 	if err := s.createNodes(ctx, kube, nodes, teardown); err != nil {
 		return err
 	}
+	if s.opts.Backend == BackendNetworkManager {
+		t := time.Now()
+		if err := s.startNetworkManagers(ctx, nodes, teardown); err != nil {
+			return err
+		}
+		s.step("NetworkManager per node", t)
+	}
 
 	// Handlers (one per node) and the controller.
 	t := time.Now()
@@ -689,6 +701,27 @@ func (s *supervisor) addNode(sw *labnet.Switch, n *NodeState, gw4 netip.Prefix, 
 	gw := gw4.Addr().AsSlice()
 	if err := node.NS.Netlink.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: gw}); err != nil {
 		return fmt.Errorf("node %s: default route via %s: %w", n.Name, gw4.Addr(), err)
+	}
+	return nil
+}
+
+// startNetworkManagers runs one private NetworkManager per node (its own
+// bus and state under the node's directory), leaving eth0, the node's
+// link to the API server, to the node runtime.
+func (s *supervisor) startNetworkManagers(ctx context.Context, nodes []NodeState, teardown *[]func()) error {
+	for i := range nodes {
+		n := &nodes[i]
+		in, err := nmrun.Start(ctx, nmrun.Options{NetNS: nsrun.File(n.NetNS), Dir: filepath.Join(s.opts.Dir, "nodes", n.Name, "nm"), Unmanaged: []string{"eth0"}})
+		*teardown = append(*teardown, func() {
+			if err := in.Stop(); err != nil {
+				s.log.Error("stop NetworkManager", "node", n.Name, "err", err)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		n.NetworkManagerBus = in.Bus
+		n.NetworkManagerResolvConf = filepath.Join(in.RunDir, "resolv.conf")
 	}
 	return nil
 }
@@ -810,6 +843,9 @@ func (s *supervisor) handlerProc(n *NodeState, side string, spawner *spawner) (*
 	// Lease in kube-node-lease.
 	if strings.Contains(help, "--node-lock-namespace") {
 		args = append(args, "--node-lock-namespace=kube-node-lease", "--node-lock-identity=lab-handler-"+n.Name)
+	}
+	if n.NetworkManagerBus != "" {
+		args = append(args, "--backend", BackendNetworkManager, "--dbus-address", n.NetworkManagerBus)
 	}
 	args = append(args, o.HandlerArgs...)
 	return &proc{name: "handler/" + n.Name, where: side + " (netns " + n.NetNS + ")", bin: o.Binary, args: args,

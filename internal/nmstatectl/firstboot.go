@@ -187,7 +187,9 @@ func firstBootApply(ctx context.Context, log *slog.Logger, b runtimeNode, o *fir
 		}
 		return fmt.Errorf("%w; rolled back checkpoint %s: the previous state is restored", err, res.Checkpoint)
 	}
-	if _, err := apply.Commit(ctx, o.stateDir); err != nil {
+	// As nmstatectl commit: a backend checkpoint (NetworkManager's) is
+	// committed through its backend.
+	if _, err := commitPending(ctx, o.stateDir); err != nil {
 		return fmt.Errorf("committing checkpoint %s: %w", res.Checkpoint, err)
 	}
 	return nil

@@ -9,23 +9,98 @@ import (
 
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
+	"github.com/knmstate/knmstate/pkg/backend/nm"
 )
 
 // nodeAddr says which node a verb acts on: the global flags, or the
 // values recorded in a checkpoint.
 type nodeAddr struct {
 	netns, resolvConf, utsNS string
+	// backend is auto, kernel or networkmanager; bus NetworkManager's
+	// D-Bus address ("" = the system bus); persist writes profiles to disk.
+	backend, bus string
+	persist      bool
 	// ovsdb is the Open vSwitch database socket, ovsDatapath the datapath
-	// of new bridges.
+	// of new bridges (kernel backend).
 	ovsdb, ovsDatapath string
 }
 
 func (g *globalOptions) node() nodeAddr {
-	return nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, ovsdb: g.ovsdb, ovsDatapath: g.ovsDatapath}
+	return nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, backend: g.backend, bus: g.dbusAddress,
+		ovsdb: g.ovsdb, ovsDatapath: g.ovsDatapath}
 }
 
+// checkpointNode is the node a checkpoint record names, through the
+// backend that applied it.
 func checkpointNode(rec *apply.Checkpoint) nodeAddr {
-	return nodeAddr{netns: rec.NetNS, resolvConf: rec.ResolvConf, utsNS: rec.UTSNS, ovsdb: rec.OVSDB}
+	backend := backendKernel
+	if rec.Backend == nm.Name {
+		backend = backendNM
+	}
+	return nodeAddr{netns: rec.NetNS, resolvConf: rec.ResolvConf, utsNS: rec.UTSNS, backend: backend, bus: rec.BackendAddress, ovsdb: rec.OVSDB}
+}
+
+// Backend choices (--backend).
+const (
+	backendAuto   = "auto"
+	backendKernel = "kernel"
+	backendNM     = nm.Name
+)
+
+func validBackend(s string) error {
+	switch s {
+	case backendAuto, backendKernel, backendNM:
+		return nil
+	}
+	return fmt.Errorf("--backend: %q is not one of auto, kernel, networkmanager", s)
+}
+
+// chooseBackend resolves auto: NetworkManager when it owns its name on the
+// bus, else the kernel. The system bus's NetworkManager manages this
+// process's own namespace only, so for another namespace (--netns) auto
+// asks a bus only when one is given (--dbus-address).
+func chooseBackend(ctx context.Context, n nodeAddr) (string, error) {
+	if err := validBackend(n.backend); err != nil {
+		return "", err
+	}
+	if n.backend != backendAuto {
+		return n.backend, nil
+	}
+	if n.netns != "" && n.bus == "" {
+		return backendKernel, nil
+	}
+	if nm.Available(ctx, n.bus) {
+		return backendNM, nil
+	}
+	return backendKernel, nil
+}
+
+// nmNode is the NetworkManager backend as the apply orchestrator drives
+// it from nmstatectl: NetworkManager runs DHCP and autoconf itself, so no
+// node runtime follows it.
+type nmNode struct{ *nm.Backend }
+
+func (nmNode) OnCheckpoint(context.Context, *apply.Checkpoint) error { return nil }
+
+// openShow opens the backend a read goes through.
+func openShow(ctx context.Context, n nodeAddr) (apply.Backend, func(), error) {
+	which, err := chooseBackend(ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if which == backendNM {
+		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, ResolvConf: n.resolvConf, Bus: n.bus, Persist: n.persist})
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the node: %w", err)
+		}
+		return b, func() { b.Close() }, nil
+	}
+	kb, err := openKernel(ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := openOVS(ctx, kb, n)
+	return b, func() { b.Close(); kb.Close() }, nil
 }
 
 // openKernel opens the kernel backend for a node.
@@ -49,6 +124,17 @@ type runtimeNode interface {
 // or stop DHCP/autoconf like the service does. warn receives the runtime's
 // warnings (e.g. that nothing renews a one-off lease).
 func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) (runtimeNode, func(), error) {
+	which, err := chooseBackend(ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if which == backendNM {
+		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, ResolvConf: n.resolvConf, Bus: n.bus, Persist: n.persist})
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the node: %w", err)
+		}
+		return nmNode{b}, func() { b.Close() }, nil
+	}
 	kb, err := openKernel(ctx, n)
 	if err != nil {
 		return nil, nil, err

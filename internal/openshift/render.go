@@ -166,11 +166,13 @@ func firstBootUnit(image, apiHost string) string {
 		"RemainAfterExit=yes",
 		// The pull secret is on the node before the first boot's network
 		// units run; the host's namespaces, /etc/nmstate and the OVS
-		// socket are the node's own.
+		// socket are the node's own; the system bus lets nmstatectl's
+		// backend choice (auto) find NetworkManager, which owns the NICs
+		// on RHCOS.
 		"ExecStart=/usr/bin/podman run --rm --privileged --net=host --pid=host --uts=host" +
 			" --authfile /var/lib/kubelet/config.json" +
 			" -v /etc/nmstate:/etc/nmstate:z -v /var/lib/knmstate:/var/lib/knmstate:z" +
-			" -v /run/openvswitch:/run/openvswitch -v /etc/resolv.conf:/etc/resolv.conf" +
+			" -v /run/openvswitch:/run/openvswitch -v /run/dbus:/run/dbus -v /etc/resolv.conf:/etc/resolv.conf" +
 			" " + image +
 			" nmstatectl --state-dir /var/lib/knmstate first-boot --source-dir " + SourceDir + probes,
 		"StandardOutput=journal+console",

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,12 @@ type OVS struct {
 
 	procs []*exec.Cmd
 	dones []chan struct{}
+	// spawn runs functions on one OS thread kept for this OVS until
+	// Stop: the daemons die with that thread (Pdeathsig), and the Go
+	// runtime ends threads on its own terms (a goroutine that exits with
+	// its thread locked, as one that unshared a namespace does, takes the
+	// thread with it), so they must not be started from a pooled one.
+	spawn chan func()
 }
 
 // Start creates the database, starts ovsdb-server, initialises the
@@ -54,7 +61,15 @@ func Start(ctx context.Context, opts Options) (_ *OVS, err error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 20 * time.Second
 	}
-	o := &OVS{Dir: opts.Dir, Address: "unix:" + filepath.Join(opts.Dir, "db.sock")}
+	o := &OVS{Dir: opts.Dir, Address: "unix:" + filepath.Join(opts.Dir, "db.sock"), spawn: make(chan func())}
+	go func() {
+		// Never unlocked: the thread ends with this goroutine, when Stop
+		// closes spawn after the daemons have exited.
+		runtime.LockOSThread()
+		for f := range o.spawn {
+			f()
+		}
+	}()
 	defer func() {
 		if err != nil {
 			_ = o.Stop()
@@ -106,9 +121,16 @@ func Start(ctx context.Context, opts Options) (_ *OVS, err error) {
 }
 
 // start runs one daemon in the foreground (no --detach: it is our child,
-// dies with us through Pdeathsig, and Stop reaps it).
+// dies with us through Pdeathsig, and Stop reaps it), inside netns through
+// nsenter (which execs it: the pid is the daemon's), so no thread of ours
+// switches namespaces for it.
 func (o *OVS) start(netns, name string, args ...string) error {
-	cmd := exec.Command(name, args...)
+	bin := name
+	if netns != "" {
+		args = append([]string{"--net=" + nsrun.File(netns), "--", name}, args...)
+		bin = "nsenter"
+	}
+	cmd := exec.Command(bin, args...)
 	// OVS_RUNDIR etc. keep the bridges' management sockets and any other
 	// file the daemon makes in Dir rather than /run/openvswitch.
 	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+o.Dir, "OVS_LOGDIR="+o.Dir, "OVS_DBDIR="+o.Dir,
@@ -120,8 +142,10 @@ func (o *OVS) start(netns, name string, args ...string) error {
 	defer stderr.Close()
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := nsrun.DoPath(netns, cmd.Start); err != nil {
-		return fmt.Errorf("starting %s: %w", name, err)
+	errc := make(chan error, 1)
+	o.spawn <- func() { errc <- cmd.Start() }
+	if err := <-errc; err != nil {
+		return fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -228,5 +252,9 @@ func (o *OVS) Stop() error {
 		}
 	}
 	o.procs, o.dones = nil, nil
+	if o.spawn != nil {
+		close(o.spawn)
+		o.spawn = nil
+	}
 	return errors.Join(errs...)
 }

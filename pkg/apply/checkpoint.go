@@ -35,22 +35,34 @@ type Checkpoint struct {
 	// Revert is the desired state that restores Before on everything the
 	// apply touches (nmstate's generate_revert).
 	Revert *nmstate.State
+	// Backend names the backend that applied ("" = kernel), and
+	// BackendCheckpoint is that backend's own checkpoint (a
+	// NetworkManager checkpoint path), rolled back or destroyed with the
+	// record.
+	Backend           string
+	BackendCheckpoint string
+	// BackendAddress is how another process reaches the backend (the
+	// D-Bus address of NetworkManager's bus; "" = the default).
+	BackendAddress string
 }
 
 // checkpointWire is the JSON form; states are embedded in their canonical
 // JSON encoding and decoded strictly on read.
 type checkpointWire struct {
-	Version    int             `json:"version"`
-	ID         string          `json:"id"`
-	Created    time.Time       `json:"created"`
-	Deadline   time.Time       `json:"deadline"`
-	NetNS      string          `json:"netns,omitempty"`
-	ResolvConf string          `json:"resolvConf,omitempty"`
-	UTSNS      string          `json:"utsNS,omitempty"`
-	OVSDB      string          `json:"ovsdb,omitempty"`
-	Before     json.RawMessage `json:"before"`
-	Desired    json.RawMessage `json:"desired"`
-	Revert     json.RawMessage `json:"revert"`
+	Version           int             `json:"version"`
+	ID                string          `json:"id"`
+	Created           time.Time       `json:"created"`
+	Deadline          time.Time       `json:"deadline"`
+	NetNS             string          `json:"netns,omitempty"`
+	ResolvConf        string          `json:"resolvConf,omitempty"`
+	UTSNS             string          `json:"utsNS,omitempty"`
+	Backend           string          `json:"backend,omitempty"`
+	BackendCheckpoint string          `json:"backendCheckpoint,omitempty"`
+	BackendAddress    string          `json:"backendAddress,omitempty"`
+	OVSDB             string          `json:"ovsdb,omitempty"`
+	Before            json.RawMessage `json:"before"`
+	Desired           json.RawMessage `json:"desired"`
+	Revert            json.RawMessage `json:"revert"`
 }
 
 const recordVersion = 1
@@ -58,14 +70,17 @@ const recordVersion = 1
 // checkpointHead is the record without its states, which encodeRecord
 // appends after these fields (the order checkpointWire has).
 type checkpointHead struct {
-	Version    int       `json:"version"`
-	ID         string    `json:"id"`
-	Created    time.Time `json:"created"`
-	Deadline   time.Time `json:"deadline"`
-	NetNS      string    `json:"netns,omitempty"`
-	ResolvConf string    `json:"resolvConf,omitempty"`
-	UTSNS      string    `json:"utsNS,omitempty"`
-	OVSDB      string    `json:"ovsdb,omitempty"`
+	Version           int       `json:"version"`
+	ID                string    `json:"id"`
+	Created           time.Time `json:"created"`
+	Deadline          time.Time `json:"deadline"`
+	NetNS             string    `json:"netns,omitempty"`
+	ResolvConf        string    `json:"resolvConf,omitempty"`
+	UTSNS             string    `json:"utsNS,omitempty"`
+	Backend           string    `json:"backend,omitempty"`
+	BackendCheckpoint string    `json:"backendCheckpoint,omitempty"`
+	BackendAddress    string    `json:"backendAddress,omitempty"`
+	OVSDB             string    `json:"ovsdb,omitempty"`
 }
 
 // MarshalJSON encodes the record for the state directory.
@@ -226,7 +241,8 @@ func (e *recordEncoding) checkErr(id string) error {
 func (e *recordEncoding) assemble(c *Checkpoint) ([]byte, error) {
 	head, err := json.Marshal(checkpointHead{
 		Version: recordVersion, ID: c.ID, Created: c.Created.UTC(), Deadline: c.Deadline.UTC(),
-		NetNS: c.NetNS, ResolvConf: c.ResolvConf, UTSNS: c.UTSNS, OVSDB: c.OVSDB,
+		NetNS: c.NetNS, ResolvConf: c.ResolvConf, UTSNS: c.UTSNS,
+		Backend: c.Backend, BackendCheckpoint: c.BackendCheckpoint, BackendAddress: c.BackendAddress, OVSDB: c.OVSDB,
 	})
 	if err != nil {
 		e.wait()
@@ -263,7 +279,8 @@ func (c *Checkpoint) UnmarshalJSON(data []byte) error {
 	if w.ID == "" {
 		return errors.New("checkpoint record without id")
 	}
-	*c = Checkpoint{ID: w.ID, Created: w.Created, Deadline: w.Deadline, NetNS: w.NetNS, ResolvConf: w.ResolvConf, UTSNS: w.UTSNS, OVSDB: w.OVSDB}
+	*c = Checkpoint{ID: w.ID, Created: w.Created, Deadline: w.Deadline, NetNS: w.NetNS, ResolvConf: w.ResolvConf, UTSNS: w.UTSNS,
+		Backend: w.Backend, BackendCheckpoint: w.BackendCheckpoint, BackendAddress: w.BackendAddress, OVSDB: w.OVSDB}
 	for _, s := range []struct {
 		name string
 		src  json.RawMessage

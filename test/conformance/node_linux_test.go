@@ -39,6 +39,11 @@ type node struct {
 	checkMore func(*nmstate.State) error
 	// ovsdb is the node's OVS database socket ("" = no OVS).
 	ovsdb string
+	// nmBus is the bus of the node's NetworkManager ("" on kernel nodes):
+	// applyStep then also checks that NetworkManager holds each
+	// interface that is up.
+	nmBus        string
+	nmKeyfileDir string
 }
 
 func newNode(t *testing.T) *node {
@@ -157,6 +162,11 @@ func (n *node) applyStep(ctx context.Context, t *testing.T, what string, desired
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
+	if n.nmBus != "" {
+		if err := n.checkNM(ctx, desired); err != nil {
+			errs = append(errs, fmt.Errorf("%s: NetworkManager shows:\n%w", what, err))
+		}
+	}
 	m, err := nmstate.Merge(desired.Clone(), cur)
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("%s: merge against the re-read state: %w", what, err))...)
@@ -185,7 +195,12 @@ func runSteps(ctx context.Context, t *testing.T, n *node, names []string, states
 // runScenario applies each step file of s in order in a fresh node. A
 // scenario with a known engine issue must still fail, so the table is
 // corrected (and the support matrix regenerated) once it is fixed.
-func runScenario(t *testing.T, s Scenario, newNode func(*testing.T) *node) {
+func runScenario(t *testing.T, s Scenario) {
+	runScenarioOn(t, s, newNode)
+}
+
+// runScenarioOn is runScenario on a node made by newNode.
+func runScenarioOn(t *testing.T, s Scenario, newNode func(*testing.T) *node) {
 	var states []*nmstate.State
 	for _, f := range s.Steps {
 		desired, err := nmstate.Decode(readExample(t, f))
@@ -221,7 +236,7 @@ func runLane(t *testing.T, l Lane, ovs bool, newNode func(*testing.T) *node) {
 			continue
 		}
 		ran++
-		t.Run(s.Name, func(t *testing.T) { runScenario(t, s, newNode) })
+		t.Run(s.Name, func(t *testing.T) { runScenarioOn(t, s, newNode) })
 	}
 	if ran == 0 {
 		t.Fatalf("no scenario for the %s", l)

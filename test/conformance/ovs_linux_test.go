@@ -1,8 +1,7 @@
-//go:build !qemu
-
 // The Open vSwitch scenarios need ovsdb-server and ovs-vswitchd (Debian's
-// openvswitch-switch), which the qemu lane's busybox guest does not have:
-// they run on the host, on the userspace datapath.
+// openvswitch-switch): on the host with the userspace datapath, in the
+// qemu lane (whose initramfs carries them) with the kernel datapath
+// (ovsDatapath).
 
 package conformance
 
@@ -25,27 +24,50 @@ import (
 )
 
 // TestOVSExamples runs the Scenarios that need Open vSwitch, each on a
-// node with its own OVS.
+// node with its own OVS, on ovsDatapath.
 func TestOVSExamples(t *testing.T) {
 	runLane(t, HostLane, true, newOVSNode)
 }
 
 // newOVSNode is newNode with a private Open vSwitch: ovsdb-server in a
-// temp dir and ovs-vswitchd inside the node's namespace (userspace
-// datapath), reached through the OVS backend on top of the kernel one.
+// temp dir and ovs-vswitchd inside the node's namespace (ovsDatapath),
+// reached through the OVS backend on top of the kernel one.
 // After each step ovs-vsctl, a reader independent of ours, checks OVSDB.
 func newOVSNode(t *testing.T) *node {
 	t.Helper()
 	n := newNode(t)
 	o := ovsrun.ForTest(t, n.ns.Path)
-	b := ovs.Open(context.Background(), n.kernel, ovs.Options{Address: o.Address, DefaultDatapath: "netdev"})
+	b := ovs.Open(context.Background(), n.kernel, ovs.Options{Address: o.Address, DefaultDatapath: ovsDatapath})
 	t.Cleanup(func() { b.Close() })
 	if err := b.Connected(); err != nil {
 		t.Fatal(err)
 	}
 	n.backend, n.ovsdb = b, o.Address
-	n.checkMore = func(desired *nmstate.State) error { return checkOVS(o.Address, desired) }
+	n.checkMore = func(desired *nmstate.State) error {
+		return errors.Join(checkOVS(o.Address, desired), n.checkDatapath(desired))
+	}
 	return n
+}
+
+// checkDatapath: on the kernel datapath, a node with an OVS bridge up
+// has the kernel's datapath link (ovs-system, kind openvswitch).
+func (n *node) checkDatapath(desired *nmstate.State) error {
+	if ovsDatapath != "" {
+		return nil
+	}
+	for _, ifc := range desired.Interfaces {
+		if ifc.Type == nmstate.TypeOVSBridge && ifc.State != nmstate.StateAbsent {
+			l, err := n.ns.Netlink.LinkByName("ovs-system")
+			if err != nil {
+				return fmt.Errorf("kernel datapath: no ovs-system link: %w", err)
+			}
+			if l.Type() != "openvswitch" {
+				return fmt.Errorf("kernel datapath: ovs-system is a %s link, want openvswitch", l.Type())
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // vsctl runs ovs-vsctl against the OVS database at addr.
@@ -85,6 +107,11 @@ func checkOVS(addr string, desired *nmstate.State) error {
 		return out
 	}
 	bridges := lines(get("list-br"))
+	for _, br := range bridges {
+		if dp := get("get", "Bridge", br, "datapath_type"); dp != ovsDatapathShown {
+			bad("%s: datapath_type %s, want %s", br, dp, ovsDatapathShown)
+		}
+	}
 	for _, ifc := range desired.Interfaces {
 		isBridge := ifc.Type == nmstate.TypeOVSBridge || ifc.Type == "" && slices.Contains(bridges, ifc.Name)
 		if !isBridge {
@@ -191,7 +218,7 @@ func checkOVSVLAN(get func(...string) string, port string, v *nmstate.BridgeVLAN
 
 // TestCheckOVSSeesWhatIsMissing proves the ovs-vsctl check can fail:
 // against an OVS where nothing was applied it reports the missing bridges
-// and interfaces.
+// and interfaces (and, on the kernel datapath, the missing datapath link).
 func TestCheckOVSSeesWhatIsMissing(t *testing.T) {
 	n := newOVSNode(t)
 	for file, want := range map[string][]string{
@@ -203,6 +230,9 @@ func TestCheckOVSSeesWhatIsMissing(t *testing.T) {
 		desired, err := nmstate.Decode(readExample(t, file))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if ovsDatapath == "" && len(want) > 0 {
+			want = append(want, "kernel datapath: no ovs-system link: Link not found")
 		}
 		var got []string
 		if err := n.checkMore(desired); err != nil {

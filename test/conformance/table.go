@@ -46,9 +46,9 @@ type Scenario struct {
 	// gone), and the support matrix lists the files as not yet supported.
 	Known string
 	// OVS: the node needs its own Open vSwitch (ovsdb-server and
-	// ovs-vswitchd with the userspace datapath, since this kernel has no
-	// openvswitch module). TestOVSExamples runs these scenarios, on the
-	// host only: the qemu lane's guest has no OVS daemons.
+	// ovs-vswitchd). TestOVSExamples runs these scenarios: on the host
+	// with the userspace datapath (this kernel has no openvswitch
+	// module), in the qemu lane with the kernel datapath.
 	OVS bool
 	// NotThroughHandler, when set, says why test/e2e does not run the
 	// scenario on a lab node (the example clashes with the lab's own
@@ -83,7 +83,7 @@ var Scenarios = []Scenario{
 }
 
 // ovsNeeds is what the OVS scenarios need of the node.
-const ovsNeeds = "Open vSwitch over OVSDB (userspace datapath)"
+const ovsNeeds = "Open vSwitch over OVSDB (userspace datapath; kernel datapath in the qemu lane)"
 
 // Reasons an example is not supported yet, shared by several files.
 const (

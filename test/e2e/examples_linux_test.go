@@ -34,8 +34,10 @@ type example struct {
 	outcome
 	// nodes the policy selects.
 	nodes []string
-	// feature is part of the Failing message of a degraded example.
-	feature string
+	// feature is part of the Failing message of a degraded example;
+	// nmFeature, when set, replaces it on a lab whose nodes run
+	// NetworkManager (-e2e.backend networkmanager), which fails earlier.
+	feature, nmFeature string
 	// check asserts the nodes carry the policy's configuration
 	// (available).
 	check func(t *testing.T)
@@ -178,7 +180,7 @@ interfaces:
 `},
 	{file: "dns.yaml", policy: "dns", nodes: allNodes, check: func(t *testing.T) {
 		for _, n := range allNodes {
-			conf := nodeExec(t, n, "cat", "/etc/resolv.conf")
+			conf := nodeResolvConf(t, n)
 			for _, want := range []string{"nameserver 8.8.8.8\n", "nameserver 2001:4860:4860::8888\n", "search example.com example.org"} {
 				if !strings.Contains(conf, want) {
 					t.Errorf("node %s: /etc/resolv.conf lacks %q:\n%s", n, want, conf)
@@ -189,7 +191,7 @@ interfaces:
 	}},
 	{file: "dns-cleanup.yaml", policy: "dns-cleanup", nodes: allNodes, check: func(t *testing.T) {
 		for _, n := range allNodes {
-			conf := nodeExec(t, n, "cat", "/etc/resolv.conf")
+			conf := nodeResolvConf(t, n)
 			for _, gone := range []string{"8.8.8.8", "2001:4860:4860::8888", "example.com", "example.org"} {
 				if strings.Contains(conf, gone) {
 					t.Errorf("node %s: /etc/resolv.conf still has %q:\n%s", n, gone, conf)
@@ -218,7 +220,8 @@ interfaces:
 	// Kernel features this machine's kernel lacks: Degraded here, applied
 	// on the guest's kernel (-tags qemu, make test-kernel).
 	{file: "bond.yaml", policy: "bond", outcome: degraded, nodes: allNodes,
-		feature: "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
+		nmFeature: "interfaces[name=bond0]: type: the NetworkManager backend does not configure bond interfaces yet",
+		feature:   "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
 			for _, n := range allNodes {
 				l := bond(t, n, "bond0", "balance-rr", 140, "eth1", "eth2")
 				if l["bond0"].Address != l["eth1"].Address {
@@ -228,7 +231,8 @@ interfaces:
 			}
 		}, cleanup: cleanupBond}},
 	{file: "bond-vlan.yaml", policy: "bond-vlan", outcome: degraded, nodes: allNodes,
-		feature: "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
+		nmFeature: "interfaces[name=bond0]: type: the NetworkManager backend does not configure bond interfaces yet",
+		feature:   "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
 			for _, n := range allNodes {
 				bond(t, n, "bond0", "balance-rr", 140, "eth1", "eth2")
 				vlanOn(t, n, "bond0.102", "bond0", 102)
@@ -237,14 +241,16 @@ interfaces:
 			}
 		}, cleanup: "interfaces:\n- {name: bond0.102, type: vlan, state: absent}\n" + bondGone}},
 	{file: "vlan.yaml", policy: "vlan", outcome: degraded, nodes: allNodes,
-		feature: "eth1.102: kernel has no 802.1q vlan support (module 8021q)", full: &expectation{check: func(t *testing.T) {
+		nmFeature: "interfaces[name=eth1.102]: type: the NetworkManager backend does not configure vlan interfaces yet",
+		feature:   "eth1.102: kernel has no 802.1q vlan support (module 8021q)", full: &expectation{check: func(t *testing.T) {
 			for _, n := range allNodes {
 				vlanOn(t, n, "eth1.102", "eth1", 102)
 				vlanLease(t, n, "eth1.102", 102)
 			}
 		}, cleanup: "interfaces:\n- {name: eth1.102, type: vlan, state: absent}\n" + strings.TrimPrefix(resetEth1, "\ninterfaces:\n")}},
 	{file: "vrf.yaml", policy: "vrf", outcome: degraded, nodes: []string{"node01"},
-		feature: "vrf102: kernel has no vrf support (module vrf)", full: &expectation{check: func(t *testing.T) {
+		nmFeature: "interfaces[name=vrf102]: type: the NetworkManager backend does not configure vrf interfaces yet",
+		feature:   "vrf102: kernel has no vrf support (module vrf)", full: &expectation{check: func(t *testing.T) {
 			l := links(t, "node01")
 			if v := l["vrf102"]; v.LinkInfo.Kind != "vrf" || v.LinkInfo.Data["table"] != float64(102) {
 				t.Errorf("node01: vrf102 is a %q with %v, want a vrf on table 102", v.LinkInfo.Kind, v.LinkInfo.Data)
@@ -279,25 +285,28 @@ interfaces:
 - {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
 `}},
 	// Open vSwitch: each node of the default mode has its own (userspace
-	// datapath); elsewhere the handler has no OVS database and says so.
-	{file: "ovs-bridge.yaml", policy: "ovs-bridge", nodes: allNodes, ovs: true, check: func(t *testing.T) {
-		for _, n := range allNodes {
-			ovsBridgeWithPorts(t, n, "br1", "false", "eth1")
-			if d := ovsVsctl(t, n, "get", "Bridge", "br1", "external_ids:knmstate-description"); d != `"ovs bridge with eth1 as a port"` {
-				t.Errorf("node %s: br1 description %s, want the policy's", n, d)
+	// datapath); elsewhere the handler has no OVS database and says so (on
+	// NetworkManager nodes: NetworkManager's backend does not make OVS).
+	{file: "ovs-bridge.yaml", policy: "ovs-bridge", nodes: allNodes, ovs: true,
+		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces", check: func(t *testing.T) {
+			for _, n := range allNodes {
+				ovsBridgeWithPorts(t, n, "br1", "false", "eth1")
+				if d := ovsVsctl(t, n, "get", "Bridge", "br1", "external_ids:knmstate-description"); d != `"ovs bridge with eth1 as a port"` {
+					t.Errorf("node %s: br1 description %s, want the policy's", n, d)
+				}
 			}
-		}
-	}, cleanup: cleanupOVS},
+		}, cleanup: cleanupOVS},
 	// Its bridge runs STP: ovs0's DHCP lease comes once the ports forward.
-	{file: "ovs-bridge-iface.yaml", policy: "ovs-bridge-iface", nodes: allNodes, ovs: true, check: func(t *testing.T) {
-		for _, n := range allNodes {
-			ovsBridgeWithPorts(t, n, "br1", "true", "eth1", "ovs0")
-			if typ := ovsVsctl(t, n, "get", "Interface", "ovs0", "type"); typ != "internal" {
-				t.Errorf("node %s: ovs0 is an OVS interface of type %q, want internal", n, typ)
+	{file: "ovs-bridge-iface.yaml", policy: "ovs-bridge-iface", nodes: allNodes, ovs: true,
+		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces", check: func(t *testing.T) {
+			for _, n := range allNodes {
+				ovsBridgeWithPorts(t, n, "br1", "true", "eth1", "ovs0")
+				if typ := ovsVsctl(t, n, "get", "Interface", "ovs0", "type"); typ != "internal" {
+					t.Errorf("node %s: ovs0 is an OVS interface of type %q, want internal", n, typ)
+				}
+				dhcpAddressWithin(t, n, "ovs0", 90*time.Second)
 			}
-			dhcpAddressWithin(t, n, "ovs0", 90*time.Second)
-		}
-	}, cleanup: cleanupOVS},
+		}, cleanup: cleanupOVS},
 	// The capture selects NICs of type ethernet; the lab's NICs are veths
 	// (their peers sit on the switch), so there is nothing to enable LLDP
 	// on and the render fails naming the capture.

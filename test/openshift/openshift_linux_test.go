@@ -165,6 +165,7 @@ func TestBareMetalEnabledByDefaultThenOptOut(t *testing.T) {
 	}
 	must(t, st, fmt.Sprintf(policy, "br1-eth1"), "apply", "-f", "-")
 	must(t, st, "", "wait", "nncp", "br1-eth1", "--for", "condition=Available", "--timeout", "3m")
+	testBudget(t, st)
 	must(t, st, "", "delete", "nncp", "br1-eth1")
 
 	// Opt out, then delete the NMState: its operands go and it does not

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -96,7 +97,7 @@ func (n *node) show(t *testing.T) *nmstate.State {
 
 func example(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "shared", "conformance", "nmstate-examples", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "test", "conformance", "testdata", "nmstate-examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,5 +519,57 @@ interfaces:
 	s := n.show(t)
 	if br := s.FindTyped("br-ex", nmstate.TypeOVSBridge); br == nil || len(br.OVSBridge.Port) != 2 {
 		t.Errorf("br-ex bridge = %+v, want eth1 and br-ex as ports", br)
+	}
+}
+
+// Watch signals when the node's OVS starts after it, on every change of
+// OVSDB's configuration (made here by ovs-vsctl, not by us), and for every
+// kernel signal; its channel closes once ctx ends and the kernel's closes.
+func TestWatch(t *testing.T) {
+	n := nstest.New(t)
+	dir := t.TempDir()
+	var o *ovsrun.OVS
+	t.Cleanup(func() {
+		if o != nil {
+			_ = o.Stop()
+		}
+	})
+	kb, err := kernel.Open(context.Background(), kernel.Options{NetNS: n.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kb.Close()
+	b := ovs.Open(context.Background(), kb, ovs.Options{Address: "unix:" + filepath.Join(dir, "db.sock"), DefaultDatapath: "netdev"})
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kernelChanges := make(chan struct{})
+	changes := b.Watch(ctx, kernelChanges)
+	await := func(what string) {
+		t.Helper()
+		select {
+		case <-changes:
+		case <-time.After(time.Minute): // a hang guard, not a measurement
+			t.Fatalf("no change signalled: %s", what)
+		}
+	}
+	kernelChanges <- struct{}{}
+	await("a kernel change")
+	if o, err = ovsrun.Start(context.Background(), ovsrun.Options{Dir: dir, NetNS: n.Path}); err != nil {
+		t.Fatal(err)
+	}
+	await("OVS started")
+	// Drain what the start itself caused, then change the database.
+	select {
+	case <-changes:
+	default:
+	}
+	if out, err := exec.Command("ovs-vsctl", "--db="+o.Address, "--no-wait", "add-br", "br-w", "--", "set", "Bridge", "br-w", "datapath_type=netdev").CombinedOutput(); err != nil {
+		t.Fatalf("ovs-vsctl: %v: %s", err, out)
+	}
+	await("ovs-vsctl add-br")
+	cancel()
+	close(kernelChanges)
+	for range changes {
 	}
 }
