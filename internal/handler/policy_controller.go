@@ -64,6 +64,9 @@ type PolicyOptions struct {
 	// NetNS, ResolvConf and UTSNS name the node's namespaces (recorded in
 	// checkpoints; NetNS is where the probes run).
 	NetNS, ResolvConf, UTSNS string
+	// OVSDB is the node's Open vSwitch database socket (recorded in
+	// checkpoints; "" = none).
+	OVSDB string
 	// StateDir holds the checkpoint record and its lock (required).
 	StateDir string
 	// Probes tunes the probes (timeouts, DNS host). NetNS, Show and Node
@@ -167,6 +170,7 @@ func NewPolicyReconciler(opts PolicyOptions) (*PolicyReconciler, error) {
 		netns:          opts.NetNS,
 		resolvConf:     opts.ResolvConf,
 		utsNS:          opts.UTSNS,
+		ovsdb:          opts.OVSDB,
 		probes:         opts.Probes,
 		noProbes:       opts.NoProbes,
 		timeout:        checkpointTimeout(opts.Probes),

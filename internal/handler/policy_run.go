@@ -84,6 +84,7 @@ func PolicyOptionsFor(o Options, s PolicySettings, b PolicyBackend, api *rest.Co
 		NetNS:           o.NetNS,
 		ResolvConf:      o.ResolvConf,
 		UTSNS:           o.UTSNS,
+		OVSDB:           o.OVSDB,
 		StateDir:        o.StateDir,
 		NoProbes:        s.NoProbes,
 		MaxRetries:      s.MaxRetries,

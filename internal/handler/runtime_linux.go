@@ -29,7 +29,7 @@ const runtimeLeaseTimeout = 30 * time.Second
 // applied state submitted, otherwise leases are taken once; Show reports
 // runtime-managed interfaces as applied (dhcp, auto-*), so a dhcp: true
 // policy verifies before its lease arrives.
-func runtimeBackend(b *kernel.Backend, opts Options, log logr.Logger) (*noded.ApplyBackend, func(), error) {
+func runtimeBackend(b *kernel.Backend, inner apply.Backend, opts Options, log logr.Logger) (*noded.ApplyBackend, func(), error) {
 	path := opts.NetNS
 	switch {
 	case path == "":
@@ -46,5 +46,5 @@ func runtimeBackend(b *kernel.Backend, opts Options, log logr.Logger) (*noded.Ap
 	follow := noded.DetachedFollow(nopts, runtimeLeaseTimeout, func(msg string) {
 		log.Info("node runtime", "warning", msg)
 	})
-	return &noded.ApplyBackend{Inner: b, StateDir: opts.RuntimeStateDir, Follow: follow}, func() { ns.Close() }, nil
+	return &noded.ApplyBackend{Inner: inner, StateDir: opts.RuntimeStateDir, Follow: follow}, func() { ns.Close() }, nil
 }

@@ -25,7 +25,9 @@ type transaction struct {
 	stateDir string
 	// netns, resolvConf and utsNS are recorded in the checkpoint.
 	netns, resolvConf, utsNS string
-	probes                   probe.Options
+	// ovsdb is the node's OVS database socket, recorded likewise.
+	ovsdb  string
+	probes probe.Options
 	// noProbes skips probing entirely (a node without external
 	// connectivity to check, tests of the apply path).
 	noProbes       bool
@@ -151,6 +153,7 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State) (txO
 		NetNS:          t.netns,
 		ResolvConf:     t.resolvConf,
 		UTSNS:          t.utsNS,
+		OVSDB:          t.ovsdb,
 		VerifyRetries:  t.verifyRetries,
 		VerifyInterval: t.verifyInterval,
 	})

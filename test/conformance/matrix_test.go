@@ -28,6 +28,11 @@ type fileSupport struct {
 	scenarios []string
 	needs     []string
 	reason    string // "" when supported
+	ovs       bool   // needs Open vSwitch
+	// notThroughHandler is why no scenario with the file runs through
+	// the handler ("" = one does).
+	notThroughHandler string
+	throughHandler    bool
 }
 
 // classify turns the scenario table into one row per example file: a file
@@ -48,6 +53,12 @@ func classify() []fileSupport {
 		}
 		for _, f := range s.Steps {
 			fs := get(f)
+			fs.ovs = fs.ovs || s.OVS
+			if s.NotThroughHandler == "" {
+				fs.throughHandler = true
+			} else {
+				fs.notThroughHandler = s.NotThroughHandler
+			}
 			if fs.lane == -1 || s.Lane < fs.lane {
 				fs.lane = s.Lane
 			}
@@ -87,15 +98,34 @@ func contains(l []string, s string) bool {
 	return false
 }
 
+// ovsThroughHandler is the handler column of the OVS scenarios.
+const ovsThroughHandler = "yes: `lab` (each node its own OVS)"
+
 // throughHandler says where a supported file also runs through the API,
 // the controller and the handler into a lab node's kernel: test/e2e's
 // TestNmstateExamples applies every scenario of the table as policies,
 // host scenarios on both lab modes, qemu lane scenarios in guest mode.
-func throughHandler(l Lane) string {
-	if l == HostLane {
+func throughHandler(r fileSupport) string {
+	if !r.throughHandler {
+		return "no: " + r.notThroughHandler
+	}
+	if r.ovs {
+		return ovsThroughHandler
+	}
+	if r.lane == HostLane {
 		return "yes: `lab` and `lab --kernel debian`"
 	}
 	return "yes: `lab --kernel debian`"
+}
+
+func countOVS(rs []fileSupport) int {
+	n := 0
+	for _, r := range rs {
+		if r.ovs {
+			n++
+		}
+	}
+	return n
 }
 
 // renderMatrix prints docs/support-matrix.md.
@@ -129,13 +159,22 @@ func renderMatrix() []byte {
 	w("hostname and default route are then as the lab made them. Host scenarios run in both\n")
 	w("lab modes (`make test`: `lab`; `make test-kernel`: `lab --kernel debian`, the nodes on\n")
 	w("Debian's kernel in a qemu guest), qemu lane scenarios in guest mode.\n\n")
-	w("Summary: %d supported on the host kernel, %d supported in the qemu lane\n", len(host), len(qemu))
-	w("(`make test-kernel`, Debian's full kernel), all %d through the handler; %d not yet supported.\n\n", len(host)+len(qemu), len(not))
+	w("**Open vSwitch**: the OVS scenarios (`TestOVSExamples`) give the node its own\n")
+	w("`ovsdb-server` and `ovs-vswitchd` (Debian's `openvswitch-switch`; the vswitchd in the\n")
+	w("node's namespace, every file in a temp dir) with the userspace datapath\n")
+	w("(`datapath_type=netdev`: this kernel has no openvswitch module) on the host, apply through the\n")
+	w("OVS backend (OVSDB merged with the kernel), and check each step with `ovs-vsctl`\n")
+	w("(bridges, ports, bond members and modes, port VLANs, STP, internal and patch\n")
+	w("interfaces, the datapath) besides netlink. The qemu lane (`make test-kernel`) runs them\n")
+	w("on the kernel datapath: its initramfs carries Debian's OVS programs and the openvswitch\n")
+	w("module is loaded.\n\n")
+	w("Summary: %d supported on the host kernel (%d of them with Open vSwitch), %d supported\n", len(host), countOVS(host), len(qemu))
+	w("in the qemu lane (`make test-kernel`, Debian's full kernel); %d not yet supported.\n\n", len(not))
 	section := func(title, intro string, rs []fileSupport) {
 		w("## %s (%d)\n\n%s\n\n", title, len(rs), intro)
 		w("| File | Scenarios (steps in order) | Kernel features | Through the handler |\n|---|---|---|---|\n")
 		for _, r := range rs {
-			w("| `%s` | %s | %s | %s |\n", r.file, strings.Join(r.scenarios, "; "), strings.Join(r.needs, "; "), throughHandler(r.lane))
+			w("| `%s` | %s | %s | %s |\n", r.file, strings.Join(r.scenarios, "; "), strings.Join(r.needs, "; "), throughHandler(r))
 		}
 		w("\n")
 	}

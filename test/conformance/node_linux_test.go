@@ -29,10 +29,16 @@ const stepTimeout = 2 * time.Minute
 type node struct {
 	ns       *nstest.NS
 	peer     *nstest.NS
+	kernel   *kernel.Backend
 	backend  apply.Backend
 	stateDir string
 	resolv   string
 	uts      string
+	// checkMore, when set, is a further independent look at the node
+	// after each step (the OVS scenarios' ovs-vsctl check).
+	checkMore func(*nmstate.State) error
+	// ovsdb is the node's OVS database socket ("" = no OVS).
+	ovsdb string
 	// nmBus is the bus of the node's NetworkManager ("" on kernel nodes):
 	// applyStep then also checks that NetworkManager holds each
 	// interface that is up.
@@ -56,7 +62,7 @@ func newNode(t *testing.T) *node {
 		t.Fatalf("opening the kernel backend: %v", err)
 	}
 	t.Cleanup(func() { b.Close() })
-	return &node{ns: ns, peer: peer, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts}
+	return &node{ns: ns, peer: peer, kernel: b, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts}
 }
 
 // newUTSNS creates a private UTS namespace and returns a path that opens
@@ -151,6 +157,11 @@ func (n *node) applyStep(ctx context.Context, t *testing.T, what string, desired
 	if err := n.checkKernel(desired); err != nil {
 		errs = append(errs, fmt.Errorf("%s: netlink shows:\n%w", what, err))
 	}
+	if n.checkMore != nil {
+		if err := n.checkMore(desired); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
 	if n.nmBus != "" {
 		if err := n.checkNM(ctx, desired); err != nil {
 			errs = append(errs, fmt.Errorf("%s: NetworkManager shows:\n%w", what, err))
@@ -216,15 +227,16 @@ func expect(t *testing.T, known string, err error) {
 	}
 }
 
-// runLane runs every scenario of one lane as a subtest.
-func runLane(t *testing.T, l Lane) {
+// runLane runs every scenario of one lane as a subtest, the OVS ones
+// (ovs true) or the others, each in a node made by newNode.
+func runLane(t *testing.T, l Lane, ovs bool, newNode func(*testing.T) *node) {
 	ran := 0
 	for _, s := range Scenarios {
-		if s.Lane != l {
+		if s.Lane != l || s.OVS != ovs {
 			continue
 		}
 		ran++
-		t.Run(s.Name, func(t *testing.T) { runScenario(t, s) })
+		t.Run(s.Name, func(t *testing.T) { runScenarioOn(t, s, newNode) })
 	}
 	if ran == 0 {
 		t.Fatalf("no scenario for the %s", l)

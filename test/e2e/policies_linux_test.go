@@ -419,6 +419,11 @@ func pristine(t *testing.T, node string) {
 			if c.kubelet && (n == "cni0" || link.Master == "cni0") {
 				continue
 			}
+			// The node's OVS userspace datapath keeps its own tap once
+			// it has had a bridge.
+			if n == "ovs-netdev" && c.ovsdb(node) != "" {
+				continue
+			}
 			names = append(names, n)
 		}
 		slices.Sort(names)
