@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
 	"github.com/knmstate/knmstate/pkg/nmstate"
@@ -66,6 +68,18 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	gen := policy.Generation
+	// The knmstate.io annotations are checked here too: a policy admitted
+	// without the webhook must not be applied with settings it misspelt.
+	ext, extErrs := extension.Parse(policy.Annotations)
+	if err := extErrs.ToAggregate(); err != nil {
+		log.Info("the policy's knmstate.io annotations are invalid", "error", err.Error())
+		return reconcile.Result{}, r.writeStatus(ctx, e, gen, rendered{}, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+			setEnactmentFailedToConfigure(&st.Conditions, time.Now(), err.Error())
+		})
+	}
+	if ext.DryRun {
+		return reconcile.Result{}, r.dryRun(ctx, e, policy)
+	}
 	ph := phaseOf(&e.Status, gen)
 	if ph == phaseFailed || ph == phaseAborted {
 		return reconcile.Result{}, nil // ended for this generation
@@ -144,7 +158,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		log.Info("the kernel cannot filter VLANs on bridges: applying without upstream's default VLAN trunk", "ports", out.NoDefaultTrunk)
 	}
 	log.Info("applying", "generation", gen)
-	tx, applyErr := r.tx.run(ctx, out.Desired)
+	tx, applyErr := r.tx.run(ctx, out.Desired, ext.Probes)
 	r.rollbackEvent(e, gen, tx)
 	now = time.Now()
 	if applyErr == nil {
@@ -308,6 +322,9 @@ func (r *PolicyReconciler) writeStatus(ctx context.Context, e *enactment, gen in
 	if st.RetryCount == nil {
 		st.RetryCount = map[string]int{}
 	}
+	// A dry run's report lasts only until the next write: the dry-run
+	// setter puts it back, every other state replaces it.
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c shared.Condition) bool { return c.Type == extension.DryRunCondition })
 	set(st)
 	patch := client.MergeFrom(base)
 	data, err := patch.Data(e)

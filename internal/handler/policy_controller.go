@@ -35,6 +35,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
 	"github.com/knmstate/knmstate/pkg/apply"
@@ -248,7 +249,7 @@ func (r *PolicyReconciler) SetupWithManager(mgr manager.Manager) error {
 			// The lab runs many nodes' handlers in one process.
 			SkipNameValidation: ptr.To(true),
 		}).
-		For(&nmstatev1.NodeNetworkConfigurationPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&nmstatev1.NodeNetworkConfigurationPolicy{}, builder.WithPredicates(extension.PolicyChanged())).
 		Watches(&nmstatev1beta1.NodeNetworkConfigurationEnactment{}, crhandler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				if p := o.GetLabels()[shared.EnactmentPolicyLabel]; p != "" && o.GetLabels()[shared.EnactmentNodeLabel] == r.opts.Node {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
@@ -103,12 +104,13 @@ func (t *transaction) recover(ctx context.Context) error {
 }
 
 // run applies desired and keeps it only if the probes pass afterwards,
-// and records how it went in the metrics.
-func (t *transaction) run(ctx context.Context, desired *nmstate.State) (txOutcome, error) {
+// and records how it went in the metrics. pp are the policy's own probe
+// settings (knmstate.io/probes) over the handler's.
+func (t *transaction) run(ctx context.Context, desired *nmstate.State, pp extension.Probes) (txOutcome, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := time.Now()
-	o, err := t.transact(ctx, desired)
+	o, err := t.transact(ctx, desired, pp)
 	t.metrics.ObserveApply(t.node, o.result, time.Since(start))
 	if o.reason != "" {
 		t.metrics.RolledBack(t.node, o.reason)
@@ -119,11 +121,16 @@ func (t *transaction) run(ctx context.Context, desired *nmstate.State) (txOutcom
 	return o, err
 }
 
-func (t *transaction) transact(ctx context.Context, desired *nmstate.State) (txOutcome, error) {
-	po := t.probes.WithDefaults()
+func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp extension.Probes) (txOutcome, error) {
+	po := pp.Options(t.probes).WithDefaults()
+	// The rollback deadline follows the probes this apply really waits for.
+	timeout := t.timeout
+	if pt := checkpointTimeout(po); pt > timeout {
+		timeout = pt
+	}
 	var selected []probe.Probe
 	if !t.noProbes {
-		all := po.All()
+		all := pp.Select(po.All())
 		passed := probe.Passing(ctx, all, po.SelectTimeout, po.Interval)
 		selected = probe.Select(all, passed)
 		t.log.V(1).Info("probes selected", "passedBefore", passed)
@@ -146,7 +153,7 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State) (txO
 	res, err := apply.Apply(ctx, t.backend, desired, apply.Options{
 		OnCheckpoint:   onCheckpoint,
 		NoCommit:       true,
-		Timeout:        t.timeout,
+		Timeout:        timeout,
 		StateDir:       t.stateDir,
 		NetNS:          t.netns,
 		ResolvConf:     t.resolvConf,
