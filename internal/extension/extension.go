@@ -24,17 +24,28 @@ const (
 	// ProbesAnnotation selects the probes run after this policy's applies,
 	// their timeouts and targets (see ParseProbes).
 	ProbesAnnotation = Prefix + "probes"
+	// EnforceAnnotation ("true" or "false"): a node whose live state stops
+	// showing the Available policy applies it again, with back-off.
+	EnforceAnnotation = Prefix + "enforce"
 )
 
 // known are the annotations a policy may carry in Prefix; any other name
 // there is a typo that would silently do nothing, so it is refused.
-var known = []string{DryRunAnnotation, ProbesAnnotation}
+var known = []string{DryRunAnnotation, EnforceAnnotation, ProbesAnnotation}
 
 // DryRunCondition is the condition type (on enactments and policies) that
 // is True while a dry run is reported; DryRunReason its reason.
 const (
 	DryRunCondition = "DryRun"
 	DryRunReason    = "NothingApplied"
+)
+
+// DriftedCondition is the condition type (on enactments and policies) that
+// is True while a node no longer shows an Available policy; DriftedReason
+// its reason.
+const (
+	DriftedCondition = "Drifted"
+	DriftedReason    = "StateDiffers"
 )
 
 // MaxProbeTimeout bounds a probe timeout: the checkpoint's automatic
@@ -44,8 +55,9 @@ const MaxProbeTimeout = 10 * time.Minute
 
 // Settings are a policy's knmstate annotations, parsed.
 type Settings struct {
-	DryRun bool
-	Probes Probes
+	DryRun  bool
+	Enforce bool
+	Probes  Probes
 }
 
 // Probes are a policy's probe settings; the zero value changes nothing.
@@ -78,15 +90,18 @@ func Parse(annotations map[string]string) (Settings, field.ErrorList) {
 		}
 		errs = append(errs, field.NotSupported(annotationPath(name), name, known))
 	}
-	if v, ok := annotations[DryRunAnnotation]; ok {
-		switch v {
-		case "true":
-			s.DryRun = true
-		case "false":
+	boolean := func(name string, to *bool) {
+		v, ok := annotations[name]
+		switch {
+		case !ok, v == "false":
+		case v == "true":
+			*to = true
 		default:
-			errs = append(errs, field.Invalid(annotationPath(DryRunAnnotation), v, `must be "true" or "false"`))
+			errs = append(errs, field.Invalid(annotationPath(name), v, `must be "true" or "false"`))
 		}
 	}
+	boolean(DryRunAnnotation, &s.DryRun)
+	boolean(EnforceAnnotation, &s.Enforce)
 	if v, ok := annotations[ProbesAnnotation]; ok {
 		p, perrs := ParseProbes(annotationPath(ProbesAnnotation), v)
 		s.Probes = p

@@ -25,7 +25,10 @@ func TestParse(t *testing.T) {
 		{name: "dry run: bad value", in: map[string]string{DryRunAnnotation: "yes"},
 			errs: []string{`metadata.annotations[knmstate.io/dry-run]: Invalid value: "yes": must be "true" or "false"`}},
 		{name: "misspelt knmstate annotation", in: map[string]string{"knmstate.io/dryrun": "true"},
-			errs: []string{`metadata.annotations[knmstate.io/dryrun]: Unsupported value: "knmstate.io/dryrun": supported values: "knmstate.io/dry-run", "knmstate.io/probes"`}},
+			errs: []string{`metadata.annotations[knmstate.io/dryrun]: Unsupported value: "knmstate.io/dryrun": supported values: "knmstate.io/dry-run", "knmstate.io/enforce", "knmstate.io/probes"`}},
+		{name: "enforce", in: map[string]string{EnforceAnnotation: "true", DryRunAnnotation: "false"}, want: Settings{Enforce: true}},
+		{name: "enforce: bad value", in: map[string]string{EnforceAnnotation: "True"},
+			errs: []string{`metadata.annotations[knmstate.io/enforce]: Invalid value: "True": must be "true" or "false"`}},
 		{name: "probes", in: map[string]string{ProbesAnnotation: " dns=off, ping.timeout=90s,api-server.timeout=2m , ping.target=192.0.2.1,dns.host=example.org,node-readiness=on"},
 			want: Settings{Probes: Probes{
 				Off:        map[string]bool{"dns": true},

@@ -25,7 +25,10 @@ import (
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
-type enactment = nmstatev1beta1.NodeNetworkConfigurationEnactment
+type (
+	enactment     = nmstatev1beta1.NodeNetworkConfigurationEnactment
+	enactmentList = nmstatev1beta1.NodeNetworkConfigurationEnactmentList
+)
 
 // Reconcile brings one policy to this node, following docs/rollout.md:
 // enactment, render, ask for a permit, apply under it, report.
@@ -103,6 +106,8 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		}
 		log.Info("network no longer shows the applied policy; applying it again")
 	}
+	// A repair: re-applying a policy that was Available (drift).
+	repair := ph == phaseAvailable
 	if out.Desired == nil {
 		// Upstream: "Ignoring empty desired state"; no permit needed.
 		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
@@ -160,6 +165,9 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 	log.Info("applying", "generation", gen)
 	tx, applyErr := r.tx.run(ctx, out.Desired, ext.Probes)
 	r.rollbackEvent(e, gen, tx)
+	if repair {
+		r.opts.Metrics.Repaired(r.opts.Node, applyErr == nil)
+	}
 	now = time.Now()
 	if applyErr == nil {
 		r.setRetryWait(req.Name, time.Time{})
@@ -322,9 +330,13 @@ func (r *PolicyReconciler) writeStatus(ctx context.Context, e *enactment, gen in
 	if st.RetryCount == nil {
 		st.RetryCount = map[string]int{}
 	}
-	// A dry run's report lasts only until the next write: the dry-run
-	// setter puts it back, every other state replaces it.
-	st.Conditions = slices.DeleteFunc(st.Conditions, func(c shared.Condition) bool { return c.Type == extension.DryRunCondition })
+	// A dry run's report and a drift report last only until the next
+	// write: the dry-run setter puts its condition back, every other state
+	// replaces both (drift detection reports a drift that remains at the
+	// next kernel event).
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c shared.Condition) bool {
+		return c.Type == extension.DryRunCondition || c.Type == extension.DriftedCondition
+	})
 	set(st)
 	patch := client.MergeFrom(base)
 	data, err := patch.Data(e)

@@ -122,3 +122,37 @@ func TestPermitsDryRun(t *testing.T) {
 		t.Errorf("Permits without the dry run = %+v, want grants or aborts (the fixture must exercise the decision)", got)
 	}
 }
+
+func drifted(e *v1beta1.NodeNetworkConfigurationEnactment) {
+	e.Status.Conditions.SetAt(t0, extension.DriftedCondition, corev1.ConditionTrue, extension.DriftedReason, "br1 is missing")
+}
+
+func TestPolicyDrift(t *testing.T) {
+	in := Input{PolicyName: "policy1", Policy: policy(), Nodes: nodes(3), Handlers: handlers(3), Now: t0, Config: DefaultConfig,
+		Enactments: join(
+			one(enactment("node1", state(1, "available"))),
+			one(enactment("node2", state(1, "available"), drifted)),
+			// A drift report of an older generation does not count.
+			one(enactment("node3", state(1, "progressing"), drifted)),
+		)}
+	d := PolicyDrift(in)
+	if diff := cmp.Diff(Drift{Nodes: []string{"node2"}, Matching: 3}, d); diff != "" {
+		t.Fatalf("PolicyDrift (-want +got):\n%s", diff)
+	}
+	base, _ := Conditions(nil, PolicyStatus(in), t0)
+	l, changed := DriftCondition(base, d, t0)
+	c := l.Find(extension.DriftedCondition)
+	if !changed || c == nil || c.Status != corev1.ConditionTrue || c.Message != "1/3 nodes no longer show the policy: node2" {
+		t.Fatalf("DriftCondition = %+v (changed %v)", c, changed)
+	}
+	if _, changed := DriftCondition(l, d, t0.Add(time.Minute)); changed {
+		t.Error("same drift again: changed")
+	}
+	l, changed = DriftCondition(l, Drift{Matching: 3}, t0.Add(time.Minute))
+	if !changed || l.Find(extension.DriftedCondition) != nil || len(l) != len(base) {
+		t.Errorf("drift gone: %+v (changed %v), want upstream's conditions only", l, changed)
+	}
+	if _, changed := DriftCondition(base, Drift{Matching: 3}, t0); changed {
+		t.Error("no drift on a policy that never drifted: changed")
+	}
+}

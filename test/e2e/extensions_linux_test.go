@@ -1,0 +1,288 @@
+// The tests of this file drive knmstate's opt-in policy annotations
+// (docs/extensions.md) through kubectl: knmstate.io/dry-run and
+// knmstate.io/probes.
+
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// withAnnotations inserts metadata annotations into a policy manifest made
+// by policyYAML or nodePolicyYAML.
+func withAnnotations(manifest string, annotations map[string]string) string {
+	var b strings.Builder
+	b.WriteString("  annotations:\n")
+	for k, v := range annotations {
+		fmt.Fprintf(&b, "    %s: %q\n", k, v)
+	}
+	return strings.Replace(manifest, "\nspec:\n", "\n"+b.String()+"spec:\n", 1)
+}
+
+// kubectlInErr runs kubectl with stdin as its standard input and returns
+// its error (with its output) instead of failing.
+func kubectlInErr(t testing.TB, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), kubectlPath, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// nodeExecIn is nodeExec with stdin as the command's standard input.
+func nodeExecIn(t testing.TB, node, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), c.knmstate, append([]string{"lab", "exec", "--dir", c.dir, node, "--"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lab exec %s -- %s: %v\n%s%s", node, strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// nodeKnmstate is the knmstate binary as a node sees it: the suite's, or
+// in the guest the copy the lab put there (internal/lab's guestBinary).
+func nodeKnmstate() string {
+	if c.fullKernel {
+		return "/usr/bin/knmstate"
+	}
+	return c.knmstate
+}
+
+// lifetimes are the countdowns of `ip addr` (DHCP and SLAAC addresses)
+// and expires are those of `ip route` (RA routes): they move by
+// themselves, so a snapshot leaves them out.
+var (
+	lifetimes = regexp.MustCompile(`(?m)^\s+valid_lft .*\n`)
+	expires   = regexp.MustCompile(`expires \d+sec`)
+)
+
+// snapshot is a node's network as iproute2 prints it: addresses with
+// link details, routes of every table, rules.
+func snapshot(t *testing.T, node string) string {
+	t.Helper()
+	addr := lifetimes.ReplaceAllString(nodeExec(t, node, "ip", "-d", "addr"), "")
+	routes := expires.ReplaceAllString(nodeExec(t, node, "ip", "route", "show", "table", "all")+
+		nodeExec(t, node, "ip", "-6", "route", "show", "table", "all"), "expires -")
+	return addr + routes + nodeExec(t, node, "ip", "rule") + nodeExec(t, node, "ip", "-6", "rule")
+}
+
+const dryRunBridge = `interfaces:
+- name: br-dry
+  type: linux-bridge
+  state: up
+  ipv4: {enabled: true, dhcp: false, address: [{ip: 198.51.100.1, prefix-length: 24}]}
+  ipv6: {enabled: false}
+  bridge: {options: {stp: {enabled: false}}, port: []}
+`
+
+// TestDryRun: knmstate.io/dry-run makes every node report the plan it
+// would execute, the same text `nmstatectl apply --dry-run` prints on the
+// node, with a DryRun condition on each enactment and on the policy; no
+// permit is taken and the nodes are byte-for-byte as before. Removing the
+// annotation applies the policy.
+func TestDryRun(t *testing.T) {
+	requirePolicies(t)
+	const policy = "ext-dry-run"
+	before := map[string]string{}
+	for _, n := range allNodes {
+		before[n] = snapshot(t, n)
+	}
+	begin := time.Now()
+	kubectlIn(t, withAnnotations(policyYAML(policy, dryRunBridge), map[string]string{"knmstate.io/dry-run": "true"}), "apply", "-f", "-")
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		_, _ = kubectlErr(t, "delete", "nncp", policy, "--ignore-not-found")
+	})
+	kubectl(t, "wait", "--for=condition=DryRun", "nncp/"+policy, fmt.Sprintf("--timeout=%v", time.Minute*c.slowdown))
+	t.Logf("FIGURE dry run: policy DryRun on %d nodes after %v", len(allNodes), time.Since(begin).Round(time.Millisecond))
+	msg := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="DryRun")].message}`)
+	if want := fmt.Sprintf("dry run: %d/%d nodes planned, nothing applied", len(allNodes), len(allNodes)); !strings.HasPrefix(msg, want) {
+		t.Errorf("policy DryRun message %q, want it to start with %q", msg, want)
+	}
+	if avail := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`); avail != "False" {
+		t.Errorf("policy Available=%q during a dry run, want False", avail)
+	}
+
+	ens := enactments(t, policy)
+	if len(ens) != len(allNodes) {
+		t.Fatalf("%d enactments, want %d", len(ens), len(allNodes))
+	}
+	const header = "nothing was applied; the plan against the node's live state:\n"
+	for _, e := range ens {
+		if !e.is("DryRun") {
+			t.Errorf("%s: not DryRun: %s", e.Metadata.Name, e.conditions())
+			continue
+		}
+		plan, ok := strings.CutPrefix(e.message("DryRun"), header)
+		if !ok {
+			t.Errorf("%s: DryRun message %q lacks %q", e.Metadata.Name, e.message("DryRun"), header)
+			continue
+		}
+		if !strings.Contains(plan, "br-dry") || !strings.Contains(plan, "198.51.100.1/24") {
+			t.Errorf("%s: plan does not create br-dry with its address:\n%s", e.Metadata.Name, plan)
+		}
+		if node := e.node(); node == "node01" {
+			local := nodeExecIn(t, node, dryRunBridge, nodeKnmstate(), "nmstatectl", "apply", "--dry-run", "-")
+			if local != plan {
+				t.Errorf("%s: the enactment's plan:\n%s\nnmstatectl apply --dry-run on the node:\n%s", node, plan, local)
+			}
+		}
+		if e.Metadata.Annotations["nmstate.io/rollout-permit"] != "" {
+			t.Errorf("%s: a dry run holds a permit: %v", e.Metadata.Name, e.Metadata.Annotations)
+		}
+	}
+	for _, n := range allNodes {
+		if after := snapshot(t, n); after != before[n] {
+			t.Errorf("node %s changed by a dry run:\nbefore:\n%s\nafter:\n%s", n, before[n], after)
+		}
+	}
+
+	// Applied for real once the annotation goes.
+	begin = time.Now()
+	kubectl(t, "annotate", "nncp", policy, "knmstate.io/dry-run-")
+	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("FIGURE dry run removed → Available after %v", time.Since(begin).Round(time.Millisecond))
+	if dry := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="DryRun")].type}`); dry != "" {
+		t.Errorf("policy keeps a DryRun condition after the real apply")
+	}
+	for _, n := range allNodes {
+		if a := links(t, n)["br-dry"].ipv4(); len(a) != 1 || a[0] != "198.51.100.1/24" {
+			t.Errorf("node %s: br-dry IPv4 %v after the apply, want [198.51.100.1/24]", n, a)
+		}
+	}
+	deletePolicy(t, policy)
+	restore(t, policy, allNodes, "interfaces:\n- {name: br-dry, type: linux-bridge, state: absent}\n")
+}
+
+// TestAnnotationRefused: a misspelt value is refused with the annotation's
+// path and the reason, by the webhook where it runs (kubectl apply fails)
+// and by the handlers otherwise (the policy is Degraded, nothing applied).
+func TestAnnotationRefused(t *testing.T) {
+	requirePolicies(t)
+	const policy = "ext-bad-annotation"
+	const want = `metadata.annotations[knmstate.io/probes]: Invalid value: "dns=maybe": dns must be "on" or "off"`
+	manifest := withAnnotations(nodePolicyYAML(policy, "node03", nil, dryRunBridge), map[string]string{"knmstate.io/probes": "dns=maybe"})
+	out, err := kubectlInErr(t, manifest, "apply", "-f", "-")
+	if err != nil {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("kubectl apply refused, but without %q: %v", want, err)
+		}
+		t.Logf("refused by the webhook: %v", err)
+		return
+	}
+	t.Logf("admitted (no webhook in this lab): %s", out)
+	if err := waitFor(t, policy, "Degraded", degradedTimeout); err != nil {
+		t.Fatal(err)
+	}
+	ens := enactments(t, policy)
+	if len(ens) != 1 || ens[0].message("Failing") != want {
+		t.Errorf("enactments %+v, want one Failing with %q", ens, want)
+	}
+	deletePolicy(t, policy)
+	pristine(t, "node03")
+}
+
+// nameservers are the name servers of a node's /etc/resolv.conf.
+func nameservers(t *testing.T, node string) []string {
+	t.Helper()
+	var out []string
+	for _, line := range strings.Split(nodeExec(t, node, "cat", "/etc/resolv.conf"), "\n") {
+		if s, ok := strings.CutPrefix(line, "nameserver "); ok {
+			out = append(out, strings.TrimSpace(s))
+		}
+	}
+	return out
+}
+
+// deadDNS points a node's resolver at a server nobody answers, and only at
+// it: eth0 keeps its DHCP address and SLAAC but no longer takes the name
+// servers of its lease.
+const deadDNS = `interfaces:
+- name: eth0
+  type: ethernet
+  state: up
+  ipv4: {enabled: true, dhcp: true, auto-dns: false}
+  ipv6: {enabled: true, dhcp: false, autoconf: true, auto-dns: false}
+dns-resolver:
+  config:
+    server:
+    - 198.51.100.53
+`
+
+// TestProbesPerPolicy: a policy leaving node02 with only a name server
+// nobody answers is rolled back by the DNS probe (here with a 10 s DNS
+// timeout set by the same annotation, to keep the suite short; the
+// handler's tests cover the policy without any annotation), and is
+// Available with `knmstate.io/probes: dns=off`.
+func TestProbesPerPolicy(t *testing.T) {
+	requirePolicies(t)
+	const node = "node02"
+	before := nameservers(t, node)
+	if !slices.Contains(before, "192.0.2.1") {
+		t.Fatalf("%s's name servers before the test: %v, want the lab's 192.0.2.1", node, before)
+	}
+
+	begin := time.Now()
+	kubectlIn(t, withAnnotations(nodePolicyYAML("ext-dns-probed", node, nil, deadDNS),
+		map[string]string{"knmstate.io/probes": "dns.timeout=10s"}), "apply", "-f", "-")
+	if err := waitFor(t, "ext-dns-probed", "Degraded", rollbackTimeout); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("FIGURE probes: DNS probe (10 s) rolled back after %v", time.Since(begin).Round(time.Millisecond))
+	ens := enactments(t, "ext-dns-probed")
+	if len(ens) != 1 || !strings.Contains(ens[0].message("Failing"), "probe dns") {
+		t.Errorf("enactments %+v, want one Failing on the dns probe", ens)
+	}
+	if after := nameservers(t, node); !slices.Equal(after, before) {
+		t.Errorf("name servers after the rollback %v, want as before %v", after, before)
+	}
+	deletePolicy(t, "ext-dns-probed")
+
+	begin = time.Now()
+	kubectlIn(t, withAnnotations(nodePolicyYAML("ext-dns-unprobed", node, nil, deadDNS),
+		map[string]string{"knmstate.io/probes": "dns=off"}), "apply", "-f", "-")
+	if err := waitFor(t, "ext-dns-unprobed", "Available", availableTimeout); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("FIGURE probes: DNS probe off, Available after %v", time.Since(begin).Round(time.Millisecond))
+	if got := nameservers(t, node); !slices.Equal(got, []string{"198.51.100.53"}) {
+		t.Errorf("name servers with the DNS probe off %v, want [198.51.100.53]", got)
+	}
+	deletePolicy(t, "ext-dns-unprobed")
+	// Back to the name server of the lease (the lab's initial resolv.conf
+	// also lists 2001:db8::1, which no lease carries: once knmstate writes
+	// the file, only the lease's server is left).
+	kubectlIn(t, nodePolicyYAML("ext-dns-restore", node, nil, `interfaces:
+- name: eth0
+  type: ethernet
+  state: up
+  ipv4: {enabled: true, dhcp: true, auto-dns: true}
+  ipv6: {enabled: true, dhcp: false, autoconf: true, auto-dns: true}
+dns-resolver:
+  config: {}
+`), "apply", "-f", "-")
+	if err := waitFor(t, "ext-dns-restore", "Available", availableTimeout); err != nil {
+		t.Fatal(err)
+	}
+	deletePolicy(t, "ext-dns-restore")
+	if got := nameservers(t, node); !slices.Contains(got, "192.0.2.1") || slices.Contains(got, "198.51.100.53") {
+		t.Errorf("name servers after the cleanup %v, want the lease's 192.0.2.1 only", got)
+	}
+	pristine(t, node)
+}
