@@ -116,7 +116,7 @@ func NewHandler(reg prometheus.Registerer) (*Handler, error) {
 	}
 	if h.repairs, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "knmstate_handler_drift_repairs_total",
-		Help: "Re-applies of drifted policies with knmstate.io/enforce, by result: success, failed.",
+		Help: "Re-applies of Available policies the node no longer showed (knmstate.io/enforce, or a reconcile that found the drift), by result: success, failed.",
 	}, []string{"node", "result"})); err != nil {
 		return nil, err
 	}
