@@ -125,6 +125,8 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options, m *metrics.Co
 		"policy-status":  &statusReconciler{reader: rd},
 		"rollout-permit": &permitReconciler{reader: rd},
 		"enactment-gc":   &gcReconciler{reader: rd},
+		// knmstate.io/revert-on-delete (docs/extensions.md).
+		"revert-finalizer": &finalizerReconciler{reader: rd},
 	} {
 		if err := watches(mgr, name, rd).Complete(r); err != nil {
 			return fmt.Errorf("controller %s: %w", name, err)

@@ -27,11 +27,28 @@ const (
 	// EnforceAnnotation ("true" or "false"): a node whose live state stops
 	// showing the Available policy applies it again, with back-off.
 	EnforceAnnotation = Prefix + "enforce"
+	// RevertOnDeleteAnnotation ("true" or "false"): deleting the policy
+	// reverts, on every node, what its applies changed there.
+	RevertOnDeleteAnnotation = Prefix + "revert-on-delete"
+)
+
+// RevertFinalizer holds a policy with RevertOnDeleteAnnotation until every
+// node has reverted it or said why it could not (the controller adds and
+// removes it).
+const RevertFinalizer = Prefix + "revert-on-delete"
+
+// RevertedCondition is the enactment condition a node reports once it has
+// dealt with a deleted policy's revert: True (reason Reverted) or False
+// (reason RevertFailed, the message says why).
+const (
+	RevertedCondition  = "Reverted"
+	RevertedReason     = "Reverted"
+	RevertFailedReason = "RevertFailed"
 )
 
 // known are the annotations a policy may carry in Prefix; any other name
 // there is a typo that would silently do nothing, so it is refused.
-var known = []string{DryRunAnnotation, EnforceAnnotation, ProbesAnnotation}
+var known = []string{DryRunAnnotation, EnforceAnnotation, ProbesAnnotation, RevertOnDeleteAnnotation}
 
 // DryRunCondition is the condition type (on enactments and policies) that
 // is True while a dry run is reported; DryRunReason its reason.
@@ -55,9 +72,10 @@ const MaxProbeTimeout = 10 * time.Minute
 
 // Settings are a policy's knmstate annotations, parsed.
 type Settings struct {
-	DryRun  bool
-	Enforce bool
-	Probes  Probes
+	DryRun         bool
+	Enforce        bool
+	RevertOnDelete bool
+	Probes         Probes
 }
 
 // Probes are a policy's probe settings; the zero value changes nothing.
@@ -102,6 +120,7 @@ func Parse(annotations map[string]string) (Settings, field.ErrorList) {
 	}
 	boolean(DryRunAnnotation, &s.DryRun)
 	boolean(EnforceAnnotation, &s.Enforce)
+	boolean(RevertOnDeleteAnnotation, &s.RevertOnDelete)
 	if v, ok := annotations[ProbesAnnotation]; ok {
 		p, perrs := ParseProbes(annotationPath(ProbesAnnotation), v)
 		s.Probes = p

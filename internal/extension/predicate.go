@@ -7,14 +7,16 @@ import (
 
 // PolicyChanged passes what changes what the handler and the controller do
 // with a policy: creations, deletions, a new generation, or a change of
-// its knmstate.io annotations (which does not bump the generation).
+// its knmstate.io annotations (which does not bump the generation), or
+// the start of its deletion (revert on delete).
 func PolicyChanged() predicate.Predicate {
 	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld != nil && e.ObjectNew != nil && Changed(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+			return e.ObjectOld != nil && e.ObjectNew != nil && (Changed(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+				e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero())
 		},
 	})
 }

@@ -80,6 +80,9 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 			setEnactmentFailedToConfigure(&st.Conditions, time.Now(), err.Error())
 		})
 	}
+	if policy.DeletionTimestamp != nil && slices.Contains(policy.Finalizers, extension.RevertFinalizer) {
+		return reconcile.Result{}, r.revertOnDelete(ctx, e, policy, ext.Probes)
+	}
 	if ext.DryRun {
 		return reconcile.Result{}, r.dryRun(ctx, e, policy)
 	}
@@ -163,7 +166,11 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		log.Info("the kernel cannot filter VLANs on bridges: applying without upstream's default VLAN trunk", "ports", out.NoDefaultTrunk)
 	}
 	log.Info("applying", "generation", gen)
-	tx, applyErr := r.tx.run(ctx, out.Desired, ext.Probes)
+	var record func(*nmstate.State) error
+	if ext.RevertOnDelete {
+		record = func(revert *nmstate.State) error { return r.recordRevert(fresh, revert) }
+	}
+	tx, applyErr := r.tx.run(ctx, out.Desired, ext.Probes, record)
 	r.rollbackEvent(e, gen, tx)
 	if repair {
 		r.opts.Metrics.Repaired(r.opts.Node, applyErr == nil)

@@ -105,12 +105,15 @@ func (t *transaction) recover(ctx context.Context) error {
 
 // run applies desired and keeps it only if the probes pass afterwards,
 // and records how it went in the metrics. pp are the policy's own probe
-// settings (knmstate.io/probes) over the handler's.
-func (t *transaction) run(ctx context.Context, desired *nmstate.State, pp extension.Probes) (txOutcome, error) {
+// settings (knmstate.io/probes) over the handler's. record, when set, is
+// given the apply's revert state once the probes passed, before the
+// commit; its failure rolls the apply back (knmstate.io/revert-on-delete
+// must not commit a change it could not undo later).
+func (t *transaction) run(ctx context.Context, desired *nmstate.State, pp extension.Probes, record func(revert *nmstate.State) error) (txOutcome, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := time.Now()
-	o, err := t.transact(ctx, desired, pp)
+	o, err := t.transact(ctx, desired, pp, record)
 	t.metrics.ObserveApply(t.node, o.result, time.Since(start))
 	if o.reason != "" {
 		t.metrics.RolledBack(t.node, o.reason)
@@ -121,7 +124,7 @@ func (t *transaction) run(ctx context.Context, desired *nmstate.State, pp extens
 	return o, err
 }
 
-func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp extension.Probes) (txOutcome, error) {
+func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp extension.Probes, record func(*nmstate.State) error) (txOutcome, error) {
 	po := pp.Options(t.probes).WithDefaults()
 	// The rollback deadline follows the probes this apply really waits for.
 	timeout := t.timeout
@@ -168,11 +171,15 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp e
 	if res.Checkpoint == "" {
 		return success, nil // nothing to apply
 	}
-	if err := probe.Run(ctx, selected, po.Interval); err != nil {
-		o := txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackProbe}
+	err = probe.Run(ctx, selected, po.Interval)
+	if err == nil && record != nil {
+		err = recordRevert(t.stateDir, record)
+	}
+	if err != nil {
+		o := txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackError}
 		var pf *probe.Failure
 		if errors.As(err, &pf) {
-			o.probe = pf.Probe
+			o.reason, o.probe = metrics.RollbackProbe, pf.Probe
 		}
 		// The rollback must happen even when ctx ended meanwhile.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -193,4 +200,16 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp e
 		return txOutcome{result: metrics.ApplyFailed}, fmt.Errorf("committing checkpoint %s: %w", res.Checkpoint, err)
 	}
 	return success, nil
+}
+
+// recordRevert hands the pending checkpoint's revert state to record.
+func recordRevert(stateDir string, record func(*nmstate.State) error) error {
+	rec, err := apply.ReadCheckpoint(stateDir)
+	if err != nil {
+		return fmt.Errorf("recording what to revert on delete: %w", err)
+	}
+	if err := record(rec.Revert); err != nil {
+		return fmt.Errorf("recording what to revert on delete: %w", err)
+	}
+	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // withAnnotations inserts metadata annotations into a policy manifest made
@@ -384,4 +386,88 @@ func TestDrift(t *testing.T) {
 	}
 	deletePolicy(t, policy)
 	restore(t, policy, []string{node}, "interfaces:\n- {name: br-drift, type: linux-bridge, state: absent}\n")
+}
+
+// TestRevertOnDelete: a policy with knmstate.io/revert-on-delete gets the
+// controller's finalizer; deleting it reverts every node (the bridge goes,
+// eth1 is no longer its port and has its MTU back), and the policy is gone
+// only once they have: when `kubectl delete --wait` returns, each node's
+// network is already byte-for-byte as before the policy.
+func TestRevertOnDelete(t *testing.T) {
+	requirePolicies(t)
+	const policy = "ext-revert"
+	before := settledSnapshots(t, allNodes)
+	beforeLinks := map[string]map[string]ipLink{}
+	for _, n := range allNodes {
+		beforeLinks[n] = links(t, n)
+	}
+	manifest := withAnnotations(policyYAML(policy, `interfaces:
+- name: eth1
+  type: ethernet
+  state: up
+  mtu: 1400
+- name: br-rev
+  type: linux-bridge
+  state: up
+  ipv4: {enabled: false}
+  ipv6: {enabled: false}
+  bridge: {options: {stp: {enabled: false}}, port: [{name: eth1, vlan: {}}]}
+`), map[string]string{"knmstate.io/revert-on-delete": "true"})
+	enact(t, policy, manifest)
+	eventually(t, 30*time.Second, "the revert-on-delete finalizer", func() string {
+		if f := kubectl(t, "get", "nncp", policy, "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(f, "knmstate.io/revert-on-delete") {
+			return "finalizers: " + f
+		}
+		return ""
+	})
+	for _, n := range allNodes {
+		l := links(t, n)
+		if l["eth1"].Master != "br-rev" || l["eth1"].MTU != 1400 {
+			t.Fatalf("node %s: eth1 %+v after the apply, want a port of br-rev with MTU 1400", n, l["eth1"])
+		}
+	}
+	begin := time.Now()
+	kubectl(t, "delete", "nncp", policy, "--wait", fmt.Sprintf("--timeout=%v", time.Minute*c.slowdown))
+	t.Logf("FIGURE revert on delete: %d nodes reverted and the policy gone after %v", len(allNodes), time.Since(begin).Round(time.Millisecond))
+	// At once: the configuration (links, ports, MTUs, addresses) is back.
+	for _, n := range allNodes {
+		if diff := cmp.Diff(linkConfig(beforeLinks[n]), linkConfig(links(t, n))); diff != "" {
+			t.Errorf("node %s when the policy was gone (-before +now):\n%s", n, diff)
+		}
+	}
+	// Then, once eth1's IPv6 link-local address (the kernel's, re-added
+	// when eth1 left the bridge) has passed DAD, iproute2's whole output
+	// (route order aside) is as before.
+	for _, n := range allNodes {
+		eventually(t, 15*time.Second, "node "+n+" as before the policy", func() string {
+			if got := sortedLines(snapshot(t, n)); got != sortedLines(before[n]) {
+				return cmp.Diff(sortedLines(before[n]), got)
+			}
+			return ""
+		})
+		pristine(t, n)
+	}
+}
+
+// linkConfig is what a policy configures of a node's links: kind, port
+// of what, MTU, addresses.
+func linkConfig(l map[string]ipLink) map[string]string {
+	out := map[string]string{}
+	for name, link := range l {
+		var addrs []string
+		for _, a := range link.AddrInfo {
+			addrs = append(addrs, fmt.Sprintf("%s/%d", a.Local, a.PrefixLen))
+		}
+		slices.Sort(addrs)
+		out[name] = fmt.Sprintf("kind=%s master=%s mtu=%d addresses=%v", link.LinkInfo.Kind, link.Master, link.MTU, addrs)
+	}
+	return out
+}
+
+// sortedLines sorts a text's lines: the kernel lists routes in the order
+// they were added, which a revert does not keep.
+func sortedLines(s string) string {
+	lines := strings.Split(s, "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }
