@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/knmstate/knmstate/pkg/probe"
@@ -30,12 +31,25 @@ const (
 	// RevertOnDeleteAnnotation ("true" or "false"): deleting the policy
 	// reverts, on every node, what its applies changed there.
 	RevertOnDeleteAnnotation = Prefix + "revert-on-delete"
+	// AfterAnnotation names policies (comma-separated) that must be
+	// Available on a node before this one is applied there.
+	AfterAnnotation = Prefix + "after"
 )
 
 // RevertFinalizer holds a policy with RevertOnDeleteAnnotation until every
 // node has reverted it or said why it could not (the controller adds and
 // removes it).
 const RevertFinalizer = Prefix + "revert-on-delete"
+
+// WaitingCondition is the enactment condition that is True while a node
+// does not apply a policy because a policy it is after (AfterAnnotation) is
+// not Available there; the reason says whether that one is still on its
+// way or failed.
+const (
+	WaitingCondition    = "Waiting"
+	WaitingReason       = "AfterPolicy"
+	WaitingFailedReason = "AfterPolicyFailed"
+)
 
 // RevertedCondition is the enactment condition a node reports once it has
 // dealt with a deleted policy's revert: True (reason Reverted) or False
@@ -48,7 +62,7 @@ const (
 
 // known are the annotations a policy may carry in Prefix; any other name
 // there is a typo that would silently do nothing, so it is refused.
-var known = []string{DryRunAnnotation, EnforceAnnotation, ProbesAnnotation, RevertOnDeleteAnnotation}
+var known = []string{AfterAnnotation, DryRunAnnotation, EnforceAnnotation, ProbesAnnotation, RevertOnDeleteAnnotation}
 
 // DryRunCondition is the condition type (on enactments and policies) that
 // is True while a dry run is reported; DryRunReason its reason.
@@ -72,6 +86,8 @@ const MaxProbeTimeout = 10 * time.Minute
 
 // Settings are a policy's knmstate annotations, parsed.
 type Settings struct {
+	// After are the policies that must be Available on a node first.
+	After          []string
 	DryRun         bool
 	Enforce        bool
 	RevertOnDelete bool
@@ -121,6 +137,20 @@ func Parse(annotations map[string]string) (Settings, field.ErrorList) {
 	boolean(DryRunAnnotation, &s.DryRun)
 	boolean(EnforceAnnotation, &s.Enforce)
 	boolean(RevertOnDeleteAnnotation, &s.RevertOnDelete)
+	if v, ok := annotations[AfterAnnotation]; ok {
+		for _, name := range strings.Split(v, ",") {
+			name = strings.TrimSpace(name)
+			switch {
+			case name == "":
+				errs = append(errs, field.Invalid(annotationPath(AfterAnnotation), v, "expected policy names separated by commas"))
+			case len(validation.IsDNS1123Subdomain(name)) > 0:
+				errs = append(errs, field.Invalid(annotationPath(AfterAnnotation), v, fmt.Sprintf("%q is not a policy name (lowercase letters, digits, '-' and '.')", name)))
+			case slices.Contains(s.After, name):
+			default:
+				s.After = append(s.After, name)
+			}
+		}
+	}
 	if v, ok := annotations[ProbesAnnotation]; ok {
 		p, perrs := ParseProbes(annotationPath(ProbesAnnotation), v)
 		s.Probes = p

@@ -118,6 +118,18 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		})
 	}
 
+	if len(ext.After) > 0 && ph != phaseAvailable {
+		msg, failed, err := r.afterBlock(ctx, node, ext.After)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if msg != "" {
+			// A watch of the other policies' enactments wakes us.
+			return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+				setEnactmentWaiting(&st.Conditions, now, failed, msg)
+			})
+		}
+	}
 	if annotationGeneration(e, rollout.PermitAnnotation) != gen {
 		if annotationGeneration(e, rollout.AbortAnnotation) == gen {
 			msg := abortedMessage(name)
@@ -337,12 +349,12 @@ func (r *PolicyReconciler) writeStatus(ctx context.Context, e *enactment, gen in
 	if st.RetryCount == nil {
 		st.RetryCount = map[string]int{}
 	}
-	// A dry run's report and a drift report last only until the next
-	// write: the dry-run setter puts its condition back, every other state
-	// replaces both (drift detection reports a drift that remains at the
+	// A dry run's, a drift's and a wait's report last only until the next
+	// write: their setters put their condition back, every other state
+	// replaces them (drift detection reports a drift that remains at the
 	// next kernel event).
 	st.Conditions = slices.DeleteFunc(st.Conditions, func(c shared.Condition) bool {
-		return c.Type == extension.DryRunCondition || c.Type == extension.DriftedCondition
+		return c.Type == extension.DryRunCondition || c.Type == extension.DriftedCondition || c.Type == extension.WaitingCondition
 	})
 	set(st)
 	patch := client.MergeFrom(base)

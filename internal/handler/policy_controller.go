@@ -275,6 +275,12 @@ func (r *PolicyReconciler) SetupWithManager(mgr manager.Manager) error {
 			}), builder.WithPredicates(rolloutAnnotationsChanged{})).
 		Watches(&corev1.Node{}, crhandler.EnqueueRequestsFromMapFunc(r.allPolicies), builder.WithPredicates(nodeLabelsChanged{node: r.opts.Node})).
 		WatchesRawSource(source.Channel(r.driftEvents, &crhandler.EnqueueRequestForObject{})).
+		// knmstate.io/after: a policy's progress on this node, or its
+		// creation, wakes the policies after it.
+		Watches(&nmstatev1beta1.NodeNetworkConfigurationEnactment{}, crhandler.EnqueueRequestsFromMapFunc(r.dependentsOfEnactment),
+			builder.WithPredicates(conditionsChanged{})).
+		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, crhandler.EnqueueRequestsFromMapFunc(r.dependentsOfPolicy),
+			builder.WithPredicates(createdOrDeleted{})).
 		Complete(r)
 }
 

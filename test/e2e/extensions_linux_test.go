@@ -471,3 +471,56 @@ func sortedLines(s string) string {
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
 }
+
+// TestAfter: B is after A (knmstate.io/after); A fails on node02 (the veth
+// it configures exists on node01 and node03 only). B is applied on node01
+// and node03 once A is Available there, and never on node02, whose
+// enactment says why.
+func TestAfter(t *testing.T) {
+	requirePolicies(t)
+	for _, n := range []string{"node01", "node03"} {
+		nodeExec(t, n, "ip", "link", "add", "extv0", "type", "veth", "peer", "name", "extv1")
+	}
+	delVeth := func() {
+		for _, n := range []string{"node01", "node03"} {
+			_, _ = exec.Command(c.knmstate, "lab", "exec", "--dir", c.dir, n, "--", "ip", "link", "del", "extv0").CombinedOutput()
+		}
+	}
+	t.Cleanup(delVeth)
+	kubectlIn(t, policyYAML("ext-after-a", "interfaces:\n- {name: extv0, type: veth, state: up, mtu: 1400}\n"), "apply", "-f", "-")
+	kubectlIn(t, withAnnotations(policyYAML("ext-after-b", "interfaces:\n- {name: eth2, type: ethernet, state: up, mtu: 1450}\n"),
+		map[string]string{"knmstate.io/after": "ext-after-a"}), "apply", "-f", "-")
+	if err := waitFor(t, "ext-after-a", "Degraded", degradedTimeout); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "B applied on node01 and node03, waiting on node02", func() string {
+		var out []string
+		for _, e := range enactments(t, "ext-after-b") {
+			switch n := e.node(); {
+			case n == "node02" && !(e.is("Waiting") && strings.Contains(e.message("Waiting"), "policy ext-after-a (knmstate.io/after) is Failed on this node")):
+				out = append(out, n+": "+e.conditions())
+			case n != "node02" && !e.is("Available"):
+				out = append(out, n+": "+e.conditions())
+			}
+		}
+		return strings.Join(out, "; ")
+	})
+	for _, n := range allNodes {
+		want := 1450
+		if n == "node02" {
+			want = 1500
+		}
+		if got := links(t, n)["eth2"].MTU; got != want {
+			t.Errorf("node %s: eth2 MTU %d, want %d", n, got, want)
+		}
+	}
+	msg := kubectl(t, "get", "nncp", "ext-after-b", "-o", `jsonpath={.status.conditions[?(@.type=="Progressing")].message}`)
+	t.Logf("policy B: %s", msg)
+	if !strings.Contains(msg, "2/3 nodes finished") {
+		t.Errorf("policy B Progressing message %q, want 2/3 nodes finished", msg)
+	}
+	deletePolicy(t, "ext-after-b")
+	deletePolicy(t, "ext-after-a")
+	delVeth()
+	restore(t, "ext-after", allNodes, "interfaces:\n- {name: eth2, type: ethernet, state: up, mtu: 1500}\n")
+}
