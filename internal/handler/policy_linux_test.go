@@ -217,7 +217,6 @@ func phaseIs(gen int64, want enactmentPhase) func(*enactment) bool {
 	return func(e *enactment) bool { return phaseOf(&e.Status, gen) == want }
 }
 
-
 // show reads the node's state.
 func (n *polNode) show(t testing.TB) *nmstate.State {
 	t.Helper()
