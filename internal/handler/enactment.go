@@ -84,7 +84,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, r.revertOnDelete(ctx, e, policy, ext.Probes)
 	}
 	if ext.DryRun {
-		return reconcile.Result{}, r.dryRun(ctx, e, policy)
+		return reconcile.Result{}, r.dryRun(ctx, e, policy, node)
 	}
 	ph := phaseOf(&e.Status, gen)
 	if ph == phaseFailed || ph == phaseAborted {
@@ -96,7 +96,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, fmt.Errorf("reading the network state: %w", err)
 	}
 	now := time.Now()
-	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, renderOptions{DefaultBridgeVLANs: !r.opts.NoDefaultBridgeVLANs})
+	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, r.renderOptions(node))
 	if err != nil {
 		log.Info("rendering the desired state failed", "error", err.Error())
 		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
@@ -410,4 +410,12 @@ func annotationGeneration(e *enactment, key string) int64 {
 		return 0
 	}
 	return g
+}
+
+// renderOptions are what rendering needs to know of this node.
+func (r *PolicyReconciler) renderOptions(node *corev1.Node) renderOptions {
+	return renderOptions{
+		DefaultBridgeVLANs: !r.opts.NoDefaultBridgeVLANs,
+		Node:               extension.NodeValues{Name: node.Name, Labels: node.Labels, Annotations: node.Annotations},
+	}
 }

@@ -210,3 +210,40 @@ func TestPolicyPingTarget(t *testing.T) {
 		t.Error("the default route through 192.0.2.77 was not kept")
 	}
 }
+
+// Per-node values: {{ node.labels.KEY }} and {{ node.name }} are filled
+// with the node's own; a label the node lacks fails the enactment at its
+// path and applies nothing.
+func TestPolicyNodeValues(t *testing.T) {
+	ns := nstest.New(t)
+	n := newPolNode(t, "pol-nodeval", ns.Path, map[string]string{"pol-nodeval": "yes", "rack": "r7"})
+	n.start(t, nil)
+	p := n.createPolicy(t, "pol-nodeval", `interfaces:
+- name: br-{{ node.labels.rack }}
+  type: linux-bridge
+  state: up
+  description: "{{ node.name }}"
+  ipv4: {enabled: false}
+  ipv6: {enabled: false}
+  bridge: {options: {stp: {enabled: false}}, port: []}
+`, map[string]string{"pol-nodeval": "yes"}, nil)
+	n.waitEnactment(t, p.Name, "Pending", phaseIs(1, phasePending))
+	n.grant(t, p.Name, 1)
+	n.waitEnactment(t, p.Name, "Available", phaseIs(1, phaseAvailable))
+	br := n.show(t).Find("br-r7")
+	if len(br) != 1 || br[0].Description == nil || *br[0].Description != "pol-nodeval" {
+		t.Fatalf("br-r7: %+v, want the bridge described as the node", br)
+	}
+
+	q := n.createPolicy(t, "pol-nodeval-zone", `interfaces:
+- {name: "br-{{ node.labels.zone }}", type: linux-bridge, state: up}
+`, map[string]string{"pol-nodeval": "yes"}, nil)
+	e := n.waitEnactment(t, q.Name, "Failed", phaseIs(1, phaseFailed))
+	want := `failure generating desiredState and capturedStates: desiredState.interfaces[0].name: "br-{{ node.labels.zone }}": node pol-nodeval has no label "zone"`
+	if msg := condition(e, shared.NodeNetworkConfigurationEnactmentConditionFailing).Message; msg != want {
+		t.Errorf("Failing message %q, want %q", msg, want)
+	}
+	if n.applies.Load() != 1 {
+		t.Errorf("%d applies, want 1", n.applies.Load())
+	}
+}
