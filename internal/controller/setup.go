@@ -127,6 +127,8 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options, m *metrics.Co
 		"enactment-gc":   &gcReconciler{reader: rd},
 		// knmstate.io/revert-on-delete (docs/extensions.md).
 		"revert-finalizer": &finalizerReconciler{reader: rd},
+		// knmstate.io/ipv4-pool.
+		"address-pool": &poolReconciler{reader: rd},
 	} {
 		if err := watches(mgr, name, rd).Complete(r); err != nil {
 			return fmt.Errorf("controller %s: %w", name, err)

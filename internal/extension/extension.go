@@ -62,7 +62,7 @@ const (
 
 // known are the annotations a policy may carry in Prefix; any other name
 // there is a typo that would silently do nothing, so it is refused.
-var known = []string{AfterAnnotation, DryRunAnnotation, EnforceAnnotation, ProbesAnnotation, RevertOnDeleteAnnotation}
+var known = []string{AfterAnnotation, DryRunAnnotation, EnforceAnnotation, PoolAnnotation, PoolAddressesAnnotation, ProbesAnnotation, RevertOnDeleteAnnotation}
 
 // DryRunCondition is the condition type (on enactments and policies) that
 // is True while a dry run is reported; DryRunReason its reason.
@@ -92,6 +92,8 @@ type Settings struct {
 	Enforce        bool
 	RevertOnDelete bool
 	Probes         Probes
+	// Pool is the address pool, nil without one.
+	Pool *Pool
 }
 
 // Probes are a policy's probe settings; the zero value changes nothing.
@@ -151,6 +153,9 @@ func Parse(annotations map[string]string) (Settings, field.ErrorList) {
 			}
 		}
 	}
+	pool, perrs := parsePool(annotations)
+	s.Pool = pool
+	errs = append(errs, perrs...)
 	if v, ok := annotations[ProbesAnnotation]; ok {
 		p, perrs := ParseProbes(annotationPath(ProbesAnnotation), v)
 		s.Probes = p

@@ -25,7 +25,7 @@ func TestParse(t *testing.T) {
 		{name: "dry run: bad value", in: map[string]string{DryRunAnnotation: "yes"},
 			errs: []string{`metadata.annotations[knmstate.io/dry-run]: Invalid value: "yes": must be "true" or "false"`}},
 		{name: "misspelt knmstate annotation", in: map[string]string{"knmstate.io/dryrun": "true"},
-			errs: []string{`metadata.annotations[knmstate.io/dryrun]: Unsupported value: "knmstate.io/dryrun": supported values: "knmstate.io/after", "knmstate.io/dry-run", "knmstate.io/enforce", "knmstate.io/probes", "knmstate.io/revert-on-delete"`}},
+			errs: []string{`metadata.annotations[knmstate.io/dryrun]: Unsupported value: "knmstate.io/dryrun": supported values: "knmstate.io/after", "knmstate.io/dry-run", "knmstate.io/enforce", "knmstate.io/ipv4-pool", "knmstate.io/ipv4-pool-addresses", "knmstate.io/probes", "knmstate.io/revert-on-delete"`}},
 		{name: "after", in: map[string]string{AfterAnnotation: "bond0-policy, vlans,bond0-policy"}, want: Settings{After: []string{"bond0-policy", "vlans"}}},
 		{name: "after: bad names", in: map[string]string{AfterAnnotation: "a,,B_x"},
 			errs: []string{

@@ -71,12 +71,9 @@ func condition(e *enactment, t shared.ConditionType) shared.Condition {
 }
 
 // setEnactmentWaiting sets the five upstream conditions False (nothing
-// was attempted) and the Waiting condition with why.
-func setEnactmentWaiting(l *shared.ConditionList, now time.Time, failed bool, message string) {
-	reason := shared.ConditionReason(extension.WaitingReason)
-	if failed {
-		reason = extension.WaitingFailedReason
-	}
+// was attempted) and the Waiting condition with why (knmstate.io/after,
+// knmstate.io/ipv4-pool).
+func setEnactmentWaiting(l *shared.ConditionList, now time.Time, reason shared.ConditionReason, message string) {
 	enactmentConditions{
 		available: condFalse, failing: condFalse, progressing: condFalse, pending: condFalse, aborted: condFalse,
 		reason: reason,

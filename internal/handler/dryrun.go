@@ -19,14 +19,14 @@ import (
 // its text form (what `nmstatectl apply --dry-run` prints), and a DryRun
 // condition saying nothing was applied. It asks for no permit and takes no
 // checkpoint, so it may run whatever the rollout of other nodes does.
-func (r *PolicyReconciler) dryRun(ctx context.Context, e *enactment, policy *nmstatev1.NodeNetworkConfigurationPolicy, node *corev1.Node) error {
+func (r *PolicyReconciler) dryRun(ctx context.Context, e *enactment, policy *nmstatev1.NodeNetworkConfigurationPolicy, node *corev1.Node, ext extension.Settings) error {
 	gen := policy.Generation
 	current, err := r.opts.Backend.Show(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the network state: %w", err)
 	}
 	now := time.Now()
-	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, r.renderOptions(node))
+	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, r.renderOptions(node, ext))
 	if err == nil && out.Desired != nil {
 		var res *apply.Result
 		res, err = apply.Apply(ctx, r.opts.Backend, out.Desired, apply.Options{DryRun: true})

@@ -83,8 +83,17 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 	if policy.DeletionTimestamp != nil && slices.Contains(policy.Finalizers, extension.RevertFinalizer) {
 		return reconcile.Result{}, r.revertOnDelete(ctx, e, policy, ext.Probes)
 	}
+	if ext.Pool != nil {
+		if _, ok := ext.Pool.Addresses[node.Name]; !ok {
+			// The controller's record of the address wakes us.
+			msg := fmt.Sprintf("waiting for the controller to assign this node an address of %s (knmstate.io/ipv4-pool); every address is taken when this lasts", ext.Pool.Prefix)
+			return reconcile.Result{}, r.writeStatus(ctx, e, gen, rendered{}, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+				setEnactmentWaiting(&st.Conditions, time.Now(), extension.WaitingPoolReason, msg)
+			})
+		}
+	}
 	if ext.DryRun {
-		return reconcile.Result{}, r.dryRun(ctx, e, policy, node)
+		return reconcile.Result{}, r.dryRun(ctx, e, policy, node, ext)
 	}
 	ph := phaseOf(&e.Status, gen)
 	if ph == phaseFailed || ph == phaseAborted {
@@ -96,7 +105,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, fmt.Errorf("reading the network state: %w", err)
 	}
 	now := time.Now()
-	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, r.renderOptions(node))
+	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, r.renderOptions(node, ext))
 	if err != nil {
 		log.Info("rendering the desired state failed", "error", err.Error())
 		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
@@ -126,7 +135,11 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		if msg != "" {
 			// A watch of the other policies' enactments wakes us.
 			return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-				setEnactmentWaiting(&st.Conditions, now, failed, msg)
+				reason := shared.ConditionReason(extension.WaitingReason)
+				if failed {
+					reason = extension.WaitingFailedReason
+				}
+				setEnactmentWaiting(&st.Conditions, now, reason, msg)
 			})
 		}
 	}
@@ -412,10 +425,16 @@ func annotationGeneration(e *enactment, key string) int64 {
 	return g
 }
 
-// renderOptions are what rendering needs to know of this node.
-func (r *PolicyReconciler) renderOptions(node *corev1.Node) renderOptions {
-	return renderOptions{
+// renderOptions are what rendering needs to know of this node: its
+// values, and its address of the policy's pool (the caller has checked it
+// has one).
+func (r *PolicyReconciler) renderOptions(node *corev1.Node, ext extension.Settings) renderOptions {
+	o := renderOptions{
 		DefaultBridgeVLANs: !r.opts.NoDefaultBridgeVLANs,
 		Node:               extension.NodeValues{Name: node.Name, Labels: node.Labels, Annotations: node.Annotations},
 	}
+	if ext.Pool != nil {
+		o.Pool, o.PoolAddr = ext.Pool, ext.Pool.Addresses[node.Name]
+	}
+	return o
 }

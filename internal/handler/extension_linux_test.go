@@ -247,3 +247,52 @@ func TestPolicyNodeValues(t *testing.T) {
 		t.Errorf("%d applies, want 1", n.applies.Load())
 	}
 }
+
+// The address pool on the node's side: without its address in the
+// controller's record the node waits; with it, the address is added to
+// the pool's interface, and stays after a restart of the handler.
+func TestPolicyAddressPool(t *testing.T) {
+	ns := nstest.New(t)
+	n := newPolNode(t, "pol-pool", ns.Path, map[string]string{"pol-pool": "yes"})
+	stop := n.start(t, nil)
+	st, err := shared.NewState([]byte(`interfaces:
+- name: br-pool
+  type: linux-bridge
+  state: up
+  ipv4: {enabled: true, dhcp: false}
+  ipv6: {enabled: false}
+  bridge: {options: {stp: {enabled: false}}, port: []}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &nmstatev1.NodeNetworkConfigurationPolicy{}
+	p.Name = "pol-pool"
+	p.Annotations = map[string]string{extension.PoolAnnotation: "198.51.100.64/26 br-pool"}
+	p.Spec = shared.NodeNetworkConfigurationPolicySpec{NodeSelector: map[string]string{"pol-pool": "yes"}, DesiredState: st}
+	t.Cleanup(func() { _ = n.c.Delete(context.Background(), p) })
+	if err := n.c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	e := n.waitEnactment(t, p.Name, "Waiting for an address", waiting)
+	if c := condition(e, extension.WaitingCondition); c.Reason != extension.WaitingPoolReason {
+		t.Errorf("Waiting condition %+v, want reason %s", c, extension.WaitingPoolReason)
+	}
+	// As the controller: the record.
+	n.setAnnotation(t, p, extension.PoolAddressesAnnotation, "other=198.51.100.65,pol-pool=198.51.100.70")
+	n.waitEnactment(t, p.Name, "Pending", phaseIs(1, phasePending))
+	n.grant(t, p.Name, 1)
+	n.waitEnactment(t, p.Name, "Available", phaseIs(1, phaseAvailable))
+	if !hasAddress(n.show(t), "br-pool", "198.51.100.70") {
+		t.Fatalf("br-pool lacks the node's pool address: %+v", n.show(t).Find("br-pool"))
+	}
+	stop()
+	n.start(t, nil)
+	e = n.waitEnactment(t, p.Name, "Available after the restart", phaseIs(1, phaseAvailable))
+	if !hasAddress(n.show(t), "br-pool", "198.51.100.70") || hasAddress(n.show(t), "br-pool", "198.51.100.65") {
+		t.Errorf("br-pool after the restart: %+v", n.show(t).Find("br-pool"))
+	}
+	if n.applies.Load() != 1 {
+		t.Errorf("%d applies, want 1 (the restart finds the policy applied)", n.applies.Load())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/knmstate/knmstate/api/shared"
@@ -49,6 +50,9 @@ type renderOptions struct {
 	DefaultBridgeVLANs bool
 	// Node fills the {{ node... }} templates (knmstate's per-node values).
 	Node extension.NodeValues
+	// Pool, when set, adds PoolAddr to its interface (knmstate.io/ipv4-pool).
+	Pool     *extension.Pool
+	PoolAddr netip.Addr
 }
 
 // renderPolicy resolves the policy's captures against current (reusing the
@@ -72,6 +76,11 @@ func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmsta
 			errs[i] = fmt.Errorf("desiredState.%w", p)
 		}
 		return rendered{}, &renderError{errors.Join(errs...)}
+	}
+	if opts.Pool != nil {
+		if desiredDoc, err = extension.FillPool(desiredDoc, opts.Pool, opts.PoolAddr); err != nil {
+			return rendered{}, &renderError{err}
+		}
 	}
 	curJSON, err := nmstate.EncodeJSON(current)
 	if err != nil {

@@ -12,10 +12,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/knmstate/knmstate/internal/lab"
 )
 
 // withAnnotations inserts metadata annotations into a policy manifest made
@@ -523,4 +526,102 @@ func TestAfter(t *testing.T) {
 	deletePolicy(t, "ext-after-a")
 	delVeth()
 	restore(t, "ext-after", allNodes, "interfaces:\n- {name: eth2, type: ethernet, state: up, mtu: 1500}\n")
+}
+
+// TestAddressPool: knmstate.io/ipv4-pool gives the three nodes three
+// distinct addresses of the pool on the policy's bridge, recorded on the
+// policy by the controller; they stay the same across a restart of a
+// node's handler (process mode) and an update of the policy.
+func TestAddressPool(t *testing.T) {
+	requirePolicies(t)
+	const policy = "ext-pool"
+	bridge := func(mtu int) string {
+		return withAnnotations(policyYAML(policy, fmt.Sprintf(`interfaces:
+- name: br-pool
+  type: linux-bridge
+  state: up
+  mtu: %d
+  ipv4: {enabled: true, dhcp: false}
+  ipv6: {enabled: false}
+  bridge: {options: {stp: {enabled: false}}, port: []}
+`, mtu)), map[string]string{"knmstate.io/ipv4-pool": "198.51.100.128/29 br-pool"})
+	}
+	enact(t, policy, bridge(1500))
+	record := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.metadata.annotations.knmstate\.io/ipv4-pool-addresses}`)
+	t.Logf("pool record: %s", record)
+	want := map[string]string{}
+	seen := map[string]bool{}
+	for _, item := range strings.Split(record, ",") {
+		node, addr, _ := strings.Cut(item, "=")
+		if seen[addr] || !strings.HasPrefix(addr, "198.51.100.1") {
+			t.Errorf("record %q: %s is taken twice or not of the pool", record, addr)
+		}
+		seen[addr] = true
+		want[node] = addr + "/29"
+	}
+	if len(want) != len(allNodes) {
+		t.Fatalf("record %q, want one address for each of %v", record, allNodes)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, n := range allNodes {
+			if got := links(t, n)["br-pool"].ipv4(); len(got) != 1 || got[0] != want[n] {
+				t.Errorf("%s: node %s br-pool IPv4 %v, want [%s]", when, n, got, want[n])
+			}
+		}
+	}
+	check("applied")
+
+	if !c.kubelet && !c.fullKernel {
+		st, err := lab.ReadState(c.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := 0
+		for _, p := range st.Processes {
+			if p.Name == "handler/node02" && p.Status == "running" {
+				pid = p.PID
+			}
+		}
+		if pid == 0 {
+			t.Fatal("no running handler on node02")
+		}
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "node02's handler restarted", func() string {
+			st, err := lab.ReadState(c.dir)
+			if err != nil {
+				return err.Error()
+			}
+			for _, p := range st.Processes {
+				if p.Name == "handler/node02" && p.Status == "running" && p.PID != pid {
+					return ""
+				}
+			}
+			return "not yet"
+		})
+		t.Log("node02's handler restarted")
+	} else {
+		t.Log("the handler restart is exercised in process mode only; here the record is checked across the policy update")
+	}
+
+	kubectlIn(t, bridge(1400), "apply", "-f", "-")
+	eventually(t, time.Minute, "br-pool MTU 1400 on every node", func() string {
+		for _, n := range allNodes {
+			if m := links(t, n)["br-pool"].MTU; m != 1400 {
+				return fmt.Sprintf("node %s: MTU %d", n, m)
+			}
+		}
+		return ""
+	})
+	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if again := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.metadata.annotations.knmstate\.io/ipv4-pool-addresses}`); again != record {
+		t.Errorf("record after the restart and the update %q, want %q", again, record)
+	}
+	check("after the handler restart and the policy update")
+	deletePolicy(t, policy)
+	restore(t, policy, allNodes, "interfaces:\n- {name: br-pool, type: linux-bridge, state: absent}\n")
 }
