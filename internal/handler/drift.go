@@ -79,8 +79,11 @@ func (r *PolicyReconciler) watchDrift(ctx context.Context) error {
 
 // checkDrift compares every Available enactment of the node with the live
 // state, and reports and repairs drift. Enactments are read from the API,
-// not the cache: the reconciler may have written one a moment ago, and
-// the status patch is made against the version read.
+// not the cache: the reconciler may have written one a moment ago (an
+// enactment the cache still showed Progressing would be skipped, and the
+// drift missed until the next kernel event). That is one list request per
+// burst of kernel events, writes only when something changed; a report is
+// written against the version read, and read again on a conflict.
 func (r *PolicyReconciler) checkDrift(ctx context.Context) error {
 	var list enactmentList
 	if err := r.api.List(ctx, &list, client.MatchingLabels{shared.EnactmentNodeLabel: r.opts.Node}); err != nil {
@@ -100,6 +103,24 @@ func (r *PolicyReconciler) checkDrift(ctx context.Context) error {
 }
 
 func (r *PolicyReconciler) checkOne(ctx context.Context, e *enactment, current *nmstate.State) error {
+	err := r.checkVersion(ctx, e, current)
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	// The reconciler wrote meanwhile: once more, on the API's version.
+	fresh := &enactment{}
+	if err := r.api.Get(ctx, client.ObjectKeyFromObject(e), fresh); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if err := r.checkVersion(ctx, fresh, current); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil // a newer write again: the next kernel event checks again
+}
+
+// checkVersion checks one version of an enactment; a conflict means the
+// enactment changed since.
+func (r *PolicyReconciler) checkVersion(ctx context.Context, e *enactment, current *nmstate.State) error {
 	name := e.Labels[shared.EnactmentPolicyLabel]
 	policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: name}, policy); err != nil {
@@ -153,8 +174,8 @@ func driftOf(desired, current *nmstate.State) string {
 }
 
 // setDrifted sets (message != "") or removes the enactment's Drifted
-// condition, with a patch that fails if the enactment changed since it was
-// read (the reconciler's newer status wins; the next event checks again).
+// condition, with a patch that fails with a conflict if the enactment
+// changed since it was read (the reconciler's newer status wins).
 func (r *PolicyReconciler) setDrifted(ctx context.Context, e *enactment, message string) error {
 	base := e.DeepCopy()
 	e.Status.Conditions = slices.DeleteFunc(e.Status.Conditions, func(c shared.Condition) bool { return c.Type == extension.DriftedCondition })
@@ -162,7 +183,10 @@ func (r *PolicyReconciler) setDrifted(ctx context.Context, e *enactment, message
 		e.Status.Conditions.SetAt(time.Now(), extension.DriftedCondition, condTrue, extension.DriftedReason, message)
 	}
 	err := r.client.Status().Patch(ctx, e, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if apierrors.IsConflict(err) {
+		return err // the caller reads it again
+	}
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {

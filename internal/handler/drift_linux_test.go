@@ -104,9 +104,9 @@ func TestPolicyDrift(t *testing.T) {
 	if phaseOf(&e.Status, 1) != phaseAvailable {
 		t.Errorf("phase %v after drift, want Available (kept, with Drifted)", phaseOf(&e.Status, 1))
 	}
-	if got := m.value(t, "knmstate_handler_drifts_total", "node", n.name); got != 1 {
-		t.Errorf("drifts_total = %v, want 1", got)
-	}
+	// Counted right after the report is written: the watch may show the
+	// report first.
+	waitMetric(t, m, 1, "knmstate_handler_drifts_total", "node", n.name)
 	if got := n.applies.Load(); got != 1 {
 		t.Errorf("%d applies after a drift without enforce, want 1", got)
 	}
@@ -130,13 +130,26 @@ func TestPolicyDrift(t *testing.T) {
 			t.Fatal("br-drift not repaired with its address")
 		}
 	}
-	if got := m.value(t, "knmstate_handler_drift_repairs_total", "node", n.name, "result", "success"); got != 3 {
-		t.Errorf("drift_repairs_total{success} = %v, want 3", got)
-	}
-	if got := m.value(t, "knmstate_handler_drifts_total", "node", n.name); got != 3 {
-		t.Errorf("drifts_total = %v, want 3", got)
-	}
+	waitMetric(t, m, 3, "knmstate_handler_drift_repairs_total", "node", n.name, "result", "success")
+	waitMetric(t, m, 3, "knmstate_handler_drifts_total", "node", n.name)
 	if e.Status.Conditions.Find(extension.DriftedCondition) != nil {
 		t.Errorf("Drifted condition left after the repair: %+v", e.Status.Conditions)
+	}
+}
+
+// waitMetric waits until a metric has the value want; reaching hangGuard
+// is a failure.
+func waitMetric(t *testing.T, m testMetrics, want float64, name string, labels ...string) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		got := m.value(t, name, labels...)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
