@@ -98,7 +98,7 @@ func (r reader) waitForCache(ctx context.Context, obj client.Object, seen func(c
 	})
 }
 
-// setup registers the indexes and the three reconcilers with mgr.
+// setup registers the indexes and the five reconcilers with mgr.
 func setup(ctx context.Context, mgr manager.Manager, opts Options, m *metrics.Controller) error {
 	idx := mgr.GetFieldIndexer()
 	enactment := &v1beta1.NodeNetworkConfigurationEnactment{}

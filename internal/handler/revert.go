@@ -74,11 +74,17 @@ func (r *PolicyReconciler) recordRevert(policy *nmstatev1.NodeNetworkConfigurati
 		return fmt.Errorf("encoding the revert state: %w", err)
 	}
 	rec.Reverts = append(rec.Reverts, raw)
+	return r.writeRevert(policy.Name, rec)
+}
+
+// writeRevert replaces a policy's record atomically (a crash leaves the
+// old record or the new one, never half of one).
+func (r *PolicyReconciler) writeRevert(policy string, rec *revertRecord) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	file := r.revertFile(policy.Name)
+	file := r.revertFile(policy)
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
 	}
@@ -128,21 +134,16 @@ func (r *PolicyReconciler) revertOnDelete(ctx context.Context, e *enactment, pol
 		if _, err := r.tx.run(ctx, revert, probes, nil); err != nil {
 			// Applies already reverted stay reverted; the record keeps the
 			// ones left, so the message tells exactly what was not undone.
+			total := len(rec.Reverts)
 			rec.Reverts = rec.Reverts[:i+1]
-			_ = r.rewriteRevert(policy.Name, rec)
-			return report(false, fmt.Sprintf("reverting apply %d of %d: %v", i+1, len(rec.Reverts), err))
+			if werr := r.writeRevert(policy.Name, rec); werr != nil {
+				r.log.Error(werr, "recording the applies left to revert", "policy", policy.Name)
+			}
+			return report(false, fmt.Sprintf("reverting apply %d of %d (the newer ones are reverted): %v", i+1, total, err))
 		}
 	}
 	if err := r.removeRevert(policy.Name); err != nil {
 		r.log.Error(err, "forgetting a reverted policy's record", "policy", policy.Name)
 	}
 	return report(true, fmt.Sprintf("reverted the %d applies of the policy on this node", len(rec.Reverts)))
-}
-
-func (r *PolicyReconciler) rewriteRevert(policy string, rec *revertRecord) error {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(r.revertFile(policy), data, 0o600)
 }
