@@ -196,7 +196,7 @@ func run(ctx context.Context, opts Options) error {
 	if !settings.Disabled {
 		settings.NoDefaultBridgeVLANs = !bridgeVLANFiltering(log)
 	}
-	policies := startPolicies(ctx, cancel, opts, settings, pb, cfg, log)
+	policies := startPolicies(ctx, cancel, opts, settings, pb, b.Watch, cfg, log)
 	err = r.run(ctx)
 	cancel()
 	if perr := <-policies; err == nil && perr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -42,6 +43,9 @@ type Options struct {
 	Show func(ctx context.Context) (*nmstate.State, error)
 	// DNSHost is the name looked up (default DefaultDNSHost).
 	DNSHost string
+	// PingTarget, when valid, is pinged instead of the default gateway
+	// (a policy that moves the gateway, a node whose gateway drops ICMP).
+	PingTarget netip.Addr
 	// API reaches the API server (with the node's dialer); nil = no API
 	// server and node-readiness probes.
 	API *rest.Config
@@ -112,6 +116,9 @@ func (o Options) live(ctx context.Context) (*nmstate.State, error) {
 }
 
 func (o Options) ping(ctx context.Context) error {
+	if o.PingTarget.IsValid() {
+		return Ping(ctx, o.NetNS, o.PingTarget, "")
+	}
 	s, err := o.live(ctx)
 	if err != nil {
 		return fmt.Errorf("ping: %w", err)

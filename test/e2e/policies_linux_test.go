@@ -327,8 +327,9 @@ func TestRollback(t *testing.T) {
 // enactment is what the suite reads of an NNCE.
 type enactment struct {
 	Metadata struct {
-		Name   string            `json:"name"`
-		Labels map[string]string `json:"labels"`
+		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Status struct {
 		Conditions []struct {
