@@ -65,6 +65,7 @@ func newRootCmd(name string) *cobra.Command {
 		nmstatectl.NewCommand(nmstatectlName),
 		newHealthCmd(),
 		newUICmd(),
+		newConsolePluginCmd(),
 	)
 	return root
 }
