@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -666,8 +667,11 @@ func (k *kubeletLab) serveImages(ctx context.Context, teardown *[]func()) (map[s
 	}
 	// The OpenShift console plugin's image, when `make images` made it
 	// (the operator deploys the plugin from it on a lab playing OpenShift).
-	if rec, err := image.ReadRecord(o.Images, consolePluginImage); err == nil {
+	switch rec, err := image.ReadRecord(o.Images, consolePluginImage); {
+	case err == nil:
 		ins = append(ins, imageIn{rec, o.Images, consolePluginImage})
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
 	}
 	// More versions of knmstate's image (upgrade tests), served too.
 	for _, dir := range o.MoreImages {

@@ -134,7 +134,7 @@ func clusterVersion(ctx context.Context, dyn dynamic.Interface, clusterName stri
 		}
 	}
 	status := map[string]any{
-		"desired":            map[string]any{"version": "4.99.0-lab"},
+		"desired":            map[string]any{"version": "4.99.0-lab", "image": "lab.invalid/openshift-release:4.99.0-lab"},
 		"observedGeneration": int64(1),
 		"versionHash":        "lab",
 		"availableUpdates":   nil,
