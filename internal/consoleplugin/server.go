@@ -1,6 +1,7 @@
 package consoleplugin
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -91,7 +92,7 @@ func Handler(assets fs.FS, built bool) http.Handler {
 		if name == "plugin-manifest.json" {
 			w.Header().Set("Cache-Control", "no-cache")
 		}
-		http.ServeContent(w, r, name, time.Time{}, strings.NewReader(string(data)))
+		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 	})
 }
 

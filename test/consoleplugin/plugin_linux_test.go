@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -199,7 +200,31 @@ func objects(t *testing.T, node, policy string) {
 	if _, err := dyn.Resource(nncpGVR).Create(ctx, &nncp, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("NNCP: %v", err)
 	}
+	// The node's enactment, failing with a message (as a handler writes it).
+	nnceGVR := schema.GroupVersionResource{Group: "nmstate.io", Version: "v1beta1", Resource: "nodenetworkconfigurationenactments"}
+	enactment := node + "." + policy
+	t.Cleanup(func() { _ = dyn.Resource(nnceGVR).Delete(ctx, enactment, metav1.DeleteOptions{}) })
+	var nnce unstructured.Unstructured
+	if err := json.Unmarshal([]byte(`{"apiVersion":"nmstate.io/v1beta1","kind":"NodeNetworkConfigurationEnactment","metadata":{"name":"`+enactment+`",
+		"labels":{"nmstate.io/policy":"`+policy+`","nmstate.io/node":"`+node+`"}}}`), &nnce.Object); err != nil {
+		t.Fatal(err)
+	}
+	e, err := dyn.Resource(nnceGVR).Create(ctx, &nnce, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("NNCE: %v", err)
+	}
+	conds := []any{map[string]any{"type": "Failing", "status": "True", "reason": "FailedToConfigure", "message": failMessage,
+		"lastTransitionTime": "2026-01-01T00:00:00Z", "lastHeartbeatTime": "2026-01-01T00:00:00Z"}}
+	if err := unstructured.SetNestedSlice(e.Object, conds, "status", "conditions"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(nnceGVR).UpdateStatus(ctx, e, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("NNCE status: %v", err)
+	}
 }
+
+// failMessage is the failing enactment's message the policies page shows.
+const failMessage = "linking eth1 to br-plugin: no such device"
 
 func browser(t *testing.T) context.Context {
 	t.Helper()
@@ -264,8 +289,10 @@ func TestExposedModulesLoad(t *testing.T) {
 	}{
 		// The topology of the node: the bridge's port drawn as an edge.
 		{"TopologyPage", "/nmstate/topology/" + node, `document.querySelector('[data-test="topology"][data-node="` + node + `"] [data-kind="edge"][data-id="port:eth1->br-plugin"]') !== null`},
-		// The policy list, its drawer opened by the path's name.
-		{"PoliciesPage", "/nmstate/policies/" + policy, `document.querySelector('[data-policy="` + policy + `"]') !== null && document.querySelector('[data-test="policy-drawer"]') !== null`},
+		// The policy list counting the node Failing, its drawer (opened by
+		// the path's name) with the node's message.
+		{"PoliciesPage", "/nmstate/policies/" + policy, `document.querySelector('[data-policy="` + policy + `"] [data-count="Failing"]')?.textContent === '1' && ` +
+			`document.querySelector('[data-test="policy-drawer"] [data-node="` + node + `"][data-state="Failing"] [data-test="enactment-message"]')?.textContent.includes('` + failMessage + `')`},
 		// The states table with the node's row.
 		{"StatesPage", "/nmstate/states", `document.querySelector('[data-test="states"] [data-node="` + node + `"]') !== null`},
 	} {
@@ -297,6 +324,64 @@ func TestExposedModulesLoad(t *testing.T) {
 			screenshot(t, ctx, "plugin-"+tc.module)
 		})
 	}
+
+	// The form writes through the console's fetch: the API server's
+	// refusal of the dry-run shows under the field it names, nothing is
+	// created; the valid form creates the policy.
+	t.Run("form", func(t *testing.T) {
+		const created = "plugin-form"
+		dyn, err := dynamic.NewForConfig(env.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nncps := dyn.Resource(schema.GroupVersionResource{Group: "nmstate.io", Version: "v1", Resource: "nodenetworkconfigurationpolicies"})
+		t.Cleanup(func() { _ = nncps.Delete(context.Background(), created, metav1.DeleteOptions{}) })
+		ctx, cancel := chromedp.NewContext(b)
+		defer cancel()
+		ctx, cancelT := context.WithTimeout(ctx, time.Minute)
+		defer cancelT()
+		if _, err := chromedp.Run(ctx, chromedp.Navigate(base+"/nmstate/policies?module=PoliciesPage")); err != nil {
+			t.Fatal(err)
+		}
+		err = chromedp.Do(ctx,
+			chromedp.Click(chromedp.CSS(`[data-test="create-form"]`)),
+			chromedp.SendKeys(chromedp.CSS(`#form-name`), "Bad_Name"),
+			chromedp.SendKeys(chromedp.CSS(`#form-ifaceName`), "br-form"),
+			chromedp.Click(chromedp.CSS(`[data-test="form-create"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-test="error-name"]`)))
+		if err != nil {
+			screenshot(t, ctx, "failed-form")
+			t.Fatalf("refused name: %v", err)
+		}
+		nameErr, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-test="error-name"]`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(nameErr, "metadata.name") {
+			t.Errorf("error under the name field: %q, want the API server's metadata.name error", nameErr)
+		}
+		list, err := nncps.List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range list.Items {
+			if strings.Contains(strings.ToLower(p.GetName()), "bad") {
+				t.Fatalf("the dry-run left a policy: %s", p.GetName())
+			}
+		}
+		err = chromedp.Do(ctx,
+			chromedp.SendKeys(chromedp.CSS(`#form-name`), strings.Repeat(kb.Backspace, len("Bad_Name"))+created),
+			chromedp.Click(chromedp.CSS(`[data-test="form-create"]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`[data-test="form-create"]`)),
+			waitJS(`document.querySelector('[data-policy="`+created+`"]') !== null`))
+		if err != nil {
+			screenshot(t, ctx, "failed-form")
+			t.Fatalf("valid form: %v", err)
+		}
+		if _, err := nncps.Get(context.Background(), created, metav1.GetOptions{}); err != nil {
+			t.Errorf("the form's policy: %v", err)
+		}
+	})
 
 	// Navigating inside a page moves the console's path: the policy link
 	// opens its drawer at /nmstate/policies/NAME.

@@ -4,6 +4,7 @@
 // go through the console's fetch (its API proxy, CSRF token and
 // impersonation), so the views run with the console user's credentials.
 
+import { useMemo } from 'react';
 import { consoleFetchJSON, useK8sWatchResource } from '@openshift-console/dynamic-plugin-sdk';
 import type { Resource } from '../../src/policy';
 
@@ -85,8 +86,13 @@ export interface Watched<T> {
 // useWatch is the console's watch of a cluster-scoped collection, sorted
 // by name as the views expect.
 export function useWatch<T extends Resource>(path: string): Watched<T> {
-  const [data, loaded, error] = useK8sWatchResource<T[]>({ groupVersionKind: gvkOf(path), isList: true, namespaced: false });
-  const items = [...(data ?? [])].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name, undefined, { numeric: true }));
-  const message = error ? (error instanceof Error ? error.message : String((error as { message?: string }).message ?? error)) : undefined;
-  return { items, loaded: loaded || !!error, error: message };
+  // One resource object per path: the hook watches anew when it changes.
+  const resource = useMemo(() => ({ groupVersionKind: gvkOf(path), isList: true, namespaced: false }), [path]);
+  const [data, loaded, error] = useK8sWatchResource<T[]>(resource);
+  // The same Watched until the data changes, so the views' memos hold.
+  return useMemo(() => {
+    const items = [...(data ?? [])].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name, undefined, { numeric: true }));
+    const message = error ? (error instanceof Error ? error.message : String((error as { message?: string }).message ?? error)) : undefined;
+    return { items, loaded: loaded || !!error, error: message };
+  }, [data, loaded, error]);
 }

@@ -4,7 +4,8 @@
 // container the shared modules the console provides (React, the SDK, the
 // topology library), gets the exposed module named in ?module=, and
 // renders its default export. window.knmstateHost says how it went.
-import '@patternfly/react-core/dist/styles/base.css';
+// PatternFly's styles, which the console has on every page.
+import '@patternfly/patternfly/patternfly.css';
 import '@patternfly/react-topology/dist/esm/css/topology-components.css';
 import * as React from 'react';
 import { createRoot } from 'react-dom/client';
