@@ -26,10 +26,16 @@ build: web
 # console plugin (web/plugin/dist, with its browser test page in
 # web/plugin/build/host), which knmstate embeds (docs/ui.md,
 # docs/openshift.md); the node_modules come from npm ci in make setup.
-web:
+web: web/plugin/dist/plugin-manifest.json
 	@test -d web/node_modules || { echo "web/node_modules is missing: run make setup"; exit 1; }
-	@test -d web/plugin/node_modules || { echo "web/plugin/node_modules is missing: run make setup"; exit 1; }
 	cd web && npm run --silent typecheck && npm run --silent build
+
+# The plugin's webpack build takes half a minute or more: only when what it
+# reads changed (the views, the plugin's sources and configuration).
+PLUGIN_INPUTS := $(shell find web/src web/plugin/src web/plugin/test/host -type f 2>/dev/null) \
+	$(addprefix web/plugin/,package.json package-lock.json webpack.config.js console-extensions.json tsconfig.json)
+web/plugin/dist/plugin-manifest.json: $(PLUGIN_INPUTS)
+	@test -d web/plugin/node_modules || { echo "web/plugin/node_modules is missing: run make setup"; exit 1; }
 	cd web/plugin && npm run --silent typecheck && npm run --silent build
 
 test-web: ## the web views' unit tests (node's test runner), the console plugin's manifest test

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,10 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// hashedName matches the scripts webpack names by their content hash
+// (plugin-entry.HASH.min.js, NAME-chunk-HASH.min.js).
+var hashedName = regexp.MustCompile(`[.-][0-9a-f]{20}\.min\.js$`)
+
 // Handler serves the plugin's files. The manifest is never cached: the
 // console reads it at each load, and it names the entry script of the
 // version that runs now.
@@ -89,8 +94,12 @@ func Handler(assets fs.FS, built bool) http.Handler {
 			ctype = "application/octet-stream"
 		}
 		w.Header().Set("Content-Type", ctype)
-		if name == "plugin-manifest.json" {
+		switch {
+		case name == "plugin-manifest.json":
 			w.Header().Set("Cache-Control", "no-cache")
+		case hashedName.MatchString(name):
+			// Named by their content: a new build has new names.
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 		}
 		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 	})

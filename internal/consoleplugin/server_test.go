@@ -24,11 +24,13 @@ import (
 
 func TestHandler(t *testing.T) {
 	assets := fstest.MapFS{
-		"plugin-manifest.json":       {Data: []byte(`{"name":"knmstate-console-plugin"}`)},
-		"plugin-entry.js":            {Data: []byte("window.loadPluginEntry()")},
-		"exposed-A-chunk-1.min.js":   {Data: []byte("chunk")},
-		"PLACEHOLDER":                {Data: []byte("placeholder")},
-		"vendors-chunk-2.min.js.map": {Data: []byte("{}")},
+		"plugin-manifest.json":                        {Data: []byte(`{"name":"knmstate-console-plugin"}`)},
+		"plugin-entry.js":                             {Data: []byte("window.loadPluginEntry()")},
+		"exposed-A-chunk-1.min.js":                    {Data: []byte("chunk")},
+		"PLACEHOLDER":                                 {Data: []byte("placeholder")},
+		"exposed-A-chunk-5c6204d825802c2c349f.min.js": {Data: []byte("chunk")},
+		"plugin-entry.72d668a00536922a4075.min.js":    {Data: []byte("entry")},
+		"vendors-chunk-2.min.js.map":                  {Data: []byte("{}")},
 	}
 	for _, tc := range []struct {
 		name, method, path string
@@ -39,7 +41,9 @@ func TestHandler(t *testing.T) {
 		{name: "manifest", method: "GET", path: "/plugin-manifest.json", built: true, code: 200, ctype: "application/json", cache: "no-cache", body: `{"name":"knmstate-console-plugin"}`},
 		{name: "root is the manifest", method: "GET", path: "/", built: true, code: 200, ctype: "application/json", cache: "no-cache"},
 		{name: "entry script", method: "GET", path: "/plugin-entry.js", built: true, code: 200, ctype: "text/javascript; charset=utf-8", body: "window.loadPluginEntry()"},
-		{name: "chunk", method: "HEAD", path: "/exposed-A-chunk-1.min.js", built: true, code: 200, ctype: "text/javascript; charset=utf-8"},
+		{name: "chunk without a hash", method: "HEAD", path: "/exposed-A-chunk-1.min.js", built: true, code: 200, ctype: "text/javascript; charset=utf-8"},
+		{name: "hashed chunk", method: "GET", path: "/exposed-A-chunk-5c6204d825802c2c349f.min.js", built: true, code: 200, cache: "public, max-age=31536000, immutable"},
+		{name: "hashed entry", method: "GET", path: "/plugin-entry.72d668a00536922a4075.min.js", built: true, code: 200, cache: "public, max-age=31536000, immutable", body: "entry"},
 		{name: "missing", method: "GET", path: "/nothing.js", built: true, code: 404},
 		{name: "placeholder is not served", method: "GET", path: "/PLACEHOLDER", built: true, code: 404},
 		{name: "no way up", method: "GET", path: "/../../etc/passwd", built: true, code: 404},

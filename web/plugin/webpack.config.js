@@ -45,4 +45,6 @@ module.exports = {
   devtool: false,
   optimization: { chunkIds: 'named', minimize: true },
   performance: { hints: false },
+  // Errors and warnings only; test/host/build.mjs prints the sizes.
+  stats: 'errors-warnings',
 };
