@@ -66,6 +66,7 @@ func newRootCmd(name string) *cobra.Command {
 		newHealthCmd(),
 		newUICmd(),
 		newOpenShiftCmd(),
+		newConsolePluginCmd(),
 	)
 	return root
 }
