@@ -44,7 +44,7 @@ func newNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { kb.Close() })
-	b := ovs.Open(context.Background(), kb, ovs.Options{Address: o.Address, DefaultDatapath: "netdev"})
+	b := ovs.Open(context.Background(), kb, ovs.Options{Address: o.Address, DefaultDatapath: testDatapath})
 	t.Cleanup(func() { b.Close() })
 	if err := b.Connected(); err != nil {
 		t.Fatal(err)
@@ -421,7 +421,7 @@ func TestOVSStartsLater(t *testing.T) {
 	}
 	defer kb.Close()
 	addr := "unix:" + filepath.Join(dir, "db.sock")
-	b := ovs.Open(context.Background(), kb, ovs.Options{Address: addr, DefaultDatapath: "netdev"})
+	b := ovs.Open(context.Background(), kb, ovs.Options{Address: addr, DefaultDatapath: testDatapath})
 	defer b.Close()
 	d, _ := nmstate.Decode([]byte(example(t, "ovsbridge_create.yml")))
 	opts := apply.Options{StateDir: t.TempDir(), VerifyInterval: 100 * time.Millisecond}
@@ -539,7 +539,7 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kb.Close()
-	b := ovs.Open(context.Background(), kb, ovs.Options{Address: "unix:" + filepath.Join(dir, "db.sock"), DefaultDatapath: "netdev"})
+	b := ovs.Open(context.Background(), kb, ovs.Options{Address: "unix:" + filepath.Join(dir, "db.sock"), DefaultDatapath: testDatapath})
 	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
