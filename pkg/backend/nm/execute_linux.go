@@ -116,8 +116,9 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 	actx, cancel := context.WithTimeout(ctx, b.opts.ActivationTimeout)
 	defer cancel()
 	type pending struct {
-		name string
-		ac   dbus.ObjectPath
+		name     string
+		ac       dbus.ObjectPath
+		settings Settings
 	}
 	var waits []pending
 	for i, p := range pp.Profiles {
@@ -128,10 +129,10 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		if err != nil {
 			return fmt.Errorf("activating %s: %w", p.Name, err)
 		}
-		waits = append(waits, pending{p.Name, ac})
+		waits = append(waits, pending{p.Name, ac, p.Settings})
 	}
 	for _, w := range waits {
-		if err := b.c.waitActive(actx, w.name, w.ac); err != nil {
+		if err := b.c.waitActive(actx, w.name, w.ac, w.settings); err != nil {
 			return err
 		}
 	}
