@@ -18,6 +18,10 @@ const (
 	flagIsController = 0x1 // NM_ACTIVATION_STATE_FLAG_IS_MASTER
 	flagIP4Ready     = 0x8
 	flagIP6Ready     = 0x10
+
+	// CheckpointRollback's result per device (NMRollbackResult).
+	rollbackOK     = 0
+	rollbackFailed = 3
 )
 
 // activation is one active connection as waitActive sees it: its state,
@@ -71,4 +75,12 @@ func profileMayPend(s Settings, family string) bool {
 		return true
 	}
 	return false
+}
+
+// rollbackSettling says whether a device NetworkManager rolled back is
+// still on its way to its final state: activating (every state from
+// prepare up to activated: in IP configuration and IP check its
+// addresses are not all there yet) or deactivating.
+func rollbackSettling(devState uint32) bool {
+	return devState >= devPrepare && devState < devActivated || devState == devDeactivating
 }
