@@ -178,13 +178,19 @@ func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged, pp *ProfilePla
 		if err != nil {
 			return err
 		}
+		// A read in the middle of NetworkManager's work can also be one
+		// nothing merges into (a device's addresses flushed for a
+		// re-activation: a route through it has IPv4 disabled): read
+		// again as well.
 		mm, err := nmstate.Merge(desired, cur)
 		if err != nil {
-			return fmt.Errorf("kernel touch-up: %w", err)
+			lastErr = err
+			continue
 		}
 		plan, err := nmstate.PlanChanges(mm)
 		if err != nil {
-			return fmt.Errorf("kernel touch-up: %w", err)
+			lastErr = err
+			continue
 		}
 		if plan.Empty() {
 			return nil
