@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -166,6 +168,9 @@ type Switch struct {
 	cfg     dnsmasqConfig
 	dnsmasq *exec.Cmd
 	exited  chan struct{} // closed when dnsmasq has been reaped
+	// releaseThread ends the OS thread that started dnsmasq (closed by
+	// Close once dnsmasq is gone).
+	releaseThread chan struct{}
 
 	mu    sync.Mutex
 	nodes []*Node
@@ -304,12 +309,45 @@ func (s *Switch) startDnsmasq(ctx context.Context) error {
 	defer stderr.Close()
 	cmd.Stderr = stderr
 	// Pdeathsig: dnsmasq dies with the forking thread if our process is
-	// killed before Close runs. The forking thread is switched back and
-	// returned to the runtime's pool, which does not end threads.
+	// killed before Close runs. That thread is kept, locked, until Close:
+	// a thread returned to the runtime's pool is ended whenever a goroutine
+	// exits locked to it (as namespace creation does), which killed
+	// dnsmasq mid-lab (seen after lab reboot: no DHCP lease).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := s.NS.Do(cmd.Start); err != nil {
+	started := make(chan error, 1)
+	release := make(chan struct{})
+	go func() {
+		// Never unlocked: returning ends the thread, which by then has
+		// no child left (or never started one).
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			started <- fmt.Errorf("reading the thread's network namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(s.NS.Handle); err != nil {
+			started <- fmt.Errorf("entering %s: %w", s.NS.Name, err)
+			return
+		}
+		err = cmd.Start()
+		if serr := netns.Set(orig); serr != nil && err == nil {
+			err = fmt.Errorf("leaving %s: %w", s.NS.Name, serr)
+		}
+		started <- err
+		if err != nil {
+			return
+		}
+		<-release
+	}()
+	if err := <-started; err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
 		return fmt.Errorf("starting dnsmasq in %s: %w", s.NS.Name, err)
 	}
+	s.releaseThread = release
 	s.dnsmasq = cmd
 	s.exited = make(chan struct{})
 	go func() {
@@ -511,6 +549,10 @@ func (s *Switch) Close() error {
 				<-s.exited
 			}
 		}
+	}
+	if s.releaseThread != nil {
+		close(s.releaseThread)
+		s.releaseThread = nil
 	}
 	s.mu.Lock()
 	nodes := s.nodes
