@@ -256,7 +256,7 @@ dns-resolver:
 `
 
 // TestProbesPerPolicy: a policy leaving node02 with only a name server
-// nobody answers is rolled back by the DNS probe (here with a 10 s DNS
+// nobody answers is rolled back by the DNS probe (here with a 5 s DNS
 // timeout set by the same annotation, to keep the suite short; the
 // handler's tests cover the policy without any annotation), and is
 // Available with `knmstate.io/probes: dns=off`.
@@ -270,11 +270,11 @@ func TestProbesPerPolicy(t *testing.T) {
 
 	begin := time.Now()
 	kubectlIn(t, withAnnotations(nodePolicyYAML("ext-dns-probed", node, nil, deadDNS),
-		map[string]string{"knmstate.io/probes": "dns.timeout=10s"}), "apply", "-f", "-")
+		map[string]string{"knmstate.io/probes": "dns.timeout=5s"}), "apply", "-f", "-")
 	if err := waitFor(t, "ext-dns-probed", "Degraded", rollbackTimeout); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("FIGURE probes: DNS probe (10 s) rolled back after %v", time.Since(begin).Round(time.Millisecond))
+	t.Logf("FIGURE probes: DNS probe (5 s) rolled back after %v", time.Since(begin).Round(time.Millisecond))
 	ens := enactments(t, "ext-dns-probed")
 	if len(ens) != 1 || !strings.Contains(ens[0].message("Failing"), "probe dns") {
 		t.Errorf("enactments %+v, want one Failing on the dns probe", ens)
