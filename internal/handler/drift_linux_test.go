@@ -135,7 +135,12 @@ func TestPolicyDrift(t *testing.T) {
 		}
 	}
 	waitMetric(t, m, 3, "knmstate_handler_drift_repairs_total", "node", n.name, "result", "success")
-	waitMetric(t, m, 3, "knmstate_handler_drifts_total", "node", n.name)
+	// Each deletion is counted as a drift when the drift check saw it
+	// first; the enactment's reconcile may re-apply first (above), so
+	// between the first report and one per deletion.
+	if got := m.value(t, "knmstate_handler_drifts_total", "node", n.name); got < 1 || got > 3 {
+		t.Errorf("knmstate_handler_drifts_total = %v, want 1..3 (one per deletion at most)", got)
+	}
 	if e.Status.Conditions.Find(extension.DriftedCondition) != nil {
 		t.Errorf("Drifted condition left after the repair: %+v", e.Status.Conditions)
 	}
