@@ -26,6 +26,11 @@ type Result struct {
 	Target string `json:"target"`
 	// Note qualifies the row: how it was measured, or why it is missing.
 	Note string `json:"note,omitempty"`
+	// Previous and PreviousRatio are Value and Ratio of the row of the
+	// same name in the previous run's results (see WithPrevious), so that
+	// a figure that got worse shows beside the one it is compared with.
+	Previous      *float64 `json:"previous,omitempty"`
+	PreviousRatio *float64 `json:"previousRatio,omitempty"`
 }
 
 // num returns a pointer to v, for Result's optional numbers.
@@ -53,10 +58,37 @@ func formatNumber(p *float64) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
-// WriteTable renders results as an aligned table with a header.
+// ReadResults decodes rows written by WriteJSON.
+func ReadResults(r io.Reader) ([]Result, error) {
+	var rows []Result
+	if err := json.NewDecoder(r).Decode(&rows); err != nil {
+		return nil, fmt.Errorf("decoding results: %w", err)
+	}
+	return rows, nil
+}
+
+// WithPrevious returns results with Previous and PreviousRatio taken from
+// the row of the same name in prev (rows prev lacks keep them nil). A
+// previous run's own previous figures are not carried over.
+func WithPrevious(results, prev []Result) []Result {
+	byName := make(map[string]Result, len(prev))
+	for _, p := range prev {
+		byName[p.Name] = p
+	}
+	out := make([]Result, len(results))
+	for i, r := range results {
+		p := byName[r.Name]
+		r.Previous, r.PreviousRatio = p.Value, p.Ratio
+		out[i] = r
+	}
+	return out
+}
+
+// WriteTable renders results as an aligned table with a header. PREVIOUS
+// and PREV RATIO are the previous run's figures (see WithPrevious).
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVALUE\tUNIT\tBASELINE\tRATIO\tTARGET\tNOTE")
+	fmt.Fprintln(tw, "NAME\tVALUE\tPREVIOUS\tUNIT\tBASELINE\tRATIO\tPREV RATIO\tTARGET\tNOTE")
 	for _, r := range results {
 		target := r.Target
 		if target == "" {
@@ -66,8 +98,8 @@ func WriteTable(w io.Writer, results []Result) error {
 		if unit == "" {
 			unit = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, formatNumber(r.Value), unit,
-			formatNumber(r.Baseline), formatNumber(r.Ratio), target, oneLine(r.Note))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, formatNumber(r.Value), formatNumber(r.Previous), unit,
+			formatNumber(r.Baseline), formatNumber(r.Ratio), formatNumber(r.PreviousRatio), target, oneLine(r.Note))
 	}
 	return tw.Flush()
 }
