@@ -16,6 +16,16 @@ func engineMeasurement(c bench.Named, defRuns int, target, note string) func(con
 
 // baselineMeasurement is engineMeasurement with the baseline named.
 func baselineMeasurement(c bench.Named, defRuns int, target, baseline, note string) func(context.Context, Env) ([]Result, error) {
+	return cpuMeasurement(c, defRuns, target, "", baseline, note)
+}
+
+// cpuMeasurement is baselineMeasurement that, with a cpuTarget, adds a
+// second row NAME.cpu from the same runs: the median CPU time (user +
+// system) of our process against that of the baseline's processes. CPU
+// time is what a loaded machine changes least, and it counts the work
+// done on other threads that the wall time hides (the checkpoint's
+// encoding, the garbage collector).
+func cpuMeasurement(c bench.Named, defRuns int, target, cpuTarget, baseline, note string) func(context.Context, Env) ([]Result, error) {
 	return func(ctx context.Context, env Env) ([]Result, error) {
 		res, err := c.Run(ctx, bench.Options{Runs: env.runs(defRuns)})
 		if errors.Is(err, bench.ErrUnavailable) {
@@ -31,6 +41,12 @@ func baselineMeasurement(c bench.Named, defRuns int, target, baseline, note stri
 		if note != "" {
 			r.Note += "; " + note
 		}
-		return []Result{r}, nil
+		rows := []Result{r}
+		if cpuTarget != "" {
+			cpu := Result{Name: c.Name + ".cpu", Value: num(res.OursCPU.Seconds()), Unit: "s", Target: cpuTarget,
+				Note: fmt.Sprintf("median CPU time (user+system) of the same %d runs, ours vs the %s processes", len(res.Ours), baseline)}
+			rows = append(rows, cpu.withRatio(res.BaselineCPU.Seconds()))
+		}
+		return rows, nil
 	}
 }

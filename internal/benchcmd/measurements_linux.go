@@ -16,11 +16,11 @@ func Measurements() []Measurement {
 	}
 	return []Measurement{
 		{Name: "engine.apply50", Timeout: 3 * time.Minute,
-			Run: engineMeasurement(engine["engine.apply50"], 21, "<= 1.5", "")},
+			Run: cpuMeasurement(engine["engine.apply50"], 21, "<= 1.2", "<= 1.3", "iproute2", "")},
 		{Name: "engine.show1000", Timeout: 3 * time.Minute,
 			Run: engineMeasurement(engine["engine.show1000"], 5, "<= 1.0", "")},
 		{Name: "engine.bridges1000", Timeout: 8 * time.Minute,
-			Run: engineMeasurement(engine["engine.bridges1000"], 3, "-", "upstream nmstate with NetworkManager: 513s for 1,000 bridges over 1,000 VLANs")},
+			Run: engineMeasurement(engine["engine.bridges1000"], 3, "<= 1.0", "upstream nmstate with NetworkManager: 513s for 1,000 bridges over 1,000 VLANs")},
 		{Name: "ovs.apply50", Timeout: 4 * time.Minute,
 			Run: baselineMeasurement(engine["ovs.apply50"], 9, "<= 1.2", "one ovs-vsctl transaction + ip -batch", "")},
 		{Name: "ovs.show50", Timeout: 2 * time.Minute,
