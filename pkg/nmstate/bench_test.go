@@ -47,3 +47,28 @@ func BenchmarkDecode1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeJSON1000 is the encoding behind apply's checkpoint
+// (compact) and the NodeNetworkState report (indented).
+func BenchmarkEncodeJSON1000(b *testing.B) {
+	s, err := nmstate.Decode(bigState(1000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("compact", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := nmstate.AppendCompactJSON(nil, s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("indented", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := nmstate.EncodeJSON(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

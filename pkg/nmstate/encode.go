@@ -36,16 +36,13 @@ func EncodeYAML(s *State) ([]byte, error) {
 // EncodeJSON renders s in the same canonical order as EncodeYAML, as
 // indented JSON followed by a newline.
 func EncodeJSON(s *State) ([]byte, error) {
-	n, err := Node(s)
+	compact, err := AppendCompactJSON(nil, s)
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := writeJSON(&buf, n); err != nil {
-		return nil, err
-	}
 	var out bytes.Buffer
-	if err := json.Indent(&out, buf.Bytes(), "", "  "); err != nil {
+	out.Grow(len(compact) + len(compact)/2)
+	if err := json.Indent(&out, compact, "", "  "); err != nil {
 		return nil, fmt.Errorf("encoding json: %w", err)
 	}
 	out.WriteByte('\n')
@@ -231,61 +228,4 @@ func (e *encoder) structValue(v reflect.Value) (*yaml.Node, error) {
 		n.Content = append(n.Content, scalarNode("!!str", it.key), it.n)
 	}
 	return n, nil
-}
-
-// writeJSON renders a node tree as compact JSON, keeping mapping order.
-func writeJSON(buf *bytes.Buffer, n *yaml.Node) error {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			buf.WriteString("null")
-			return nil
-		}
-		return writeJSON(buf, n.Content[0])
-	case yaml.AliasNode:
-		return writeJSON(buf, n.Alias)
-	case yaml.MappingNode:
-		buf.WriteByte('{')
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			k, _ := json.Marshal(n.Content[i].Value)
-			buf.Write(k)
-			buf.WriteByte(':')
-			if err := writeJSON(buf, n.Content[i+1]); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte('}')
-	case yaml.SequenceNode:
-		buf.WriteByte('[')
-		for i, c := range n.Content {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if err := writeJSON(buf, c); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte(']')
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			buf.WriteString("null")
-		case "!!bool", "!!int", "!!float":
-			// The encoder only produces decimal numbers and true/false,
-			// which are JSON as they are.
-			if json.Valid([]byte(n.Value)) {
-				buf.WriteString(n.Value)
-			} else {
-				b, _ := json.Marshal(n.Value)
-				buf.Write(b)
-			}
-		default:
-			b, _ := json.Marshal(n.Value)
-			buf.Write(b)
-		}
-	}
-	return nil
 }

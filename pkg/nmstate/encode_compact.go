@@ -2,68 +2,226 @@ package nmstate
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
 	"unicode/utf8"
-
-	"gopkg.in/yaml.v3"
 )
 
 // AppendCompactJSON appends s in EncodeJSON's canonical form, without
 // indentation or trailing newline, to dst. It is the same document as
-// EncodeJSON's (json.Compact of one equals the other) at a fraction of the
-// cost, for callers that embed states in larger records (apply's
-// checkpoint).
+// EncodeJSON's (json.Compact of one equals the other), written straight
+// from the values: no yaml.Node tree is built, which made most of the
+// cost (and garbage) of encoding a state (apply's checkpoint, the
+// NodeNetworkState report).
 func AppendCompactJSON(dst []byte, s *State) ([]byte, error) {
-	n, err := Node(s)
-	if err != nil {
-		return nil, err
+	if s == nil {
+		s = &State{}
 	}
-	return appendNodeJSON(dst, n), nil
+	return appendValueJSON(dst, reflect.ValueOf(s).Elem())
 }
 
-// appendNodeJSON writes a canonical node tree as JSON with writeJSON's
-// rules: decimal numbers and true/false as they are, everything else a
-// string.
-func appendNodeJSON(dst []byte, n *yaml.Node) []byte {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return append(dst, "null"...)
+// appendValueJSON follows encoder.value's rules case by case (their order
+// matters: a hexer is an integer printed as a string) and writes the JSON
+// of the node encoder.value would build: numbers and booleans bare,
+// everything else a string, a nil inside a list or map null. An
+// omitted value (nil pointer, slice or map) is not written here; callers
+// check omitted first.
+func appendValueJSON(dst []byte, v reflect.Value) ([]byte, error) {
+	t := v.Type()
+	switch {
+	case t.Kind() == reflect.Pointer:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
 		}
-		return appendNodeJSON(dst, n.Content[0])
-	case yaml.AliasNode:
-		return appendNodeJSON(dst, n.Alias)
-	case yaml.MappingNode:
-		dst = append(dst, '{')
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, n.Content[i].Value)
-			dst = append(dst, ':')
-			dst = appendNodeJSON(dst, n.Content[i+1])
+		return appendValueJSON(dst, v.Elem())
+	case t == addrType:
+		a := v.Interface().(netip.Addr)
+		if !a.IsValid() {
+			return append(dst, `""`...), nil
 		}
-		return append(dst, '}')
-	case yaml.SequenceNode:
+		return appendJSONString(dst, a.String()), nil
+	case t == prefixType:
+		p := v.Interface().(netip.Prefix)
+		if !p.IsValid() {
+			return append(dst, `""`...), nil
+		}
+		return appendJSONString(dst, p.String()), nil
+	case t.Kind() == reflect.Interface:
+		return appendOpaqueJSON(dst, v.Interface())
+	case t.Kind() == reflect.Struct:
+		return appendStructJSON(dst, v)
+	case t.Kind() == reflect.Slice:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
 		dst = append(dst, '[')
-		for i, c := range n.Content {
+		for i := 0; i < v.Len(); i++ {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendNodeJSON(dst, c)
-		}
-		return append(dst, ']')
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return append(dst, "null"...)
-		case "!!bool", "!!int", "!!float":
-			if json.Valid([]byte(n.Value)) {
-				return append(dst, n.Value...)
+			var err error
+			if dst, err = appendValueJSON(dst, v.Index(i)); err != nil {
+				return nil, err
 			}
 		}
-		return appendJSONString(dst, n.Value)
+		return append(dst, ']'), nil
+	case t.Kind() == reflect.Map:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		keys := make([]string, 0, v.Len())
+		for _, k := range v.MapKeys() {
+			keys = append(keys, k.String())
+		}
+		sort.Strings(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			// A nil map value is meaningful (remove the key): null.
+			if dst, err = appendValueJSON(dst, v.MapIndex(reflect.ValueOf(k).Convert(t.Key()))); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	case t.Kind() == reflect.String:
+		return appendJSONString(dst, v.String()), nil
+	case t.Kind() == reflect.Bool:
+		return strconv.AppendBool(dst, v.Bool()), nil
+	case t.Implements(hexerType):
+		return appendJSONString(dst, v.Interface().(hexer).hexString()), nil
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		return strconv.AppendInt(dst, v.Int(), 10), nil
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		return strconv.AppendUint(dst, v.Uint(), 10), nil
 	}
-	return dst
+	return nil, fmt.Errorf("cannot encode %s", t)
+}
+
+// omitted reports whether encoder.value leaves v out (returns nil).
+func omitted(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map:
+		return v.IsNil()
+	}
+	return false
+}
+
+// orderedFields caches, per struct type, its fields in the order
+// encoder.structValue sorts them into: keyOrder first, then by key. The
+// order depends on the type only (keyOrder ignores its receiver).
+var orderedFields sync.Map // reflect.Type → []fieldInfo
+
+func fieldsInOrder(t reflect.Type) []fieldInfo {
+	if f, ok := orderedFields.Load(t); ok {
+		return f.([]fieldInfo)
+	}
+	fields := slices.Clone(fieldsOf(t))
+	rank := map[string]int{}
+	if ko, ok := reflect.Zero(t).Interface().(keyOrderer); ok {
+		for i, k := range ko.keyOrder() {
+			rank[k] = i + 1
+		}
+	}
+	sort.SliceStable(fields, func(i, j int) bool {
+		ri, rj := rank[fields[i].key], rank[fields[j].key]
+		switch {
+		case ri != 0 && rj != 0:
+			return ri < rj
+		case ri != 0:
+			return true
+		case rj != 0:
+			return false
+		}
+		return fields[i].key < fields[j].key
+	})
+	orderedFields.Store(t, fields)
+	return fields
+}
+
+func appendStructJSON(dst []byte, v reflect.Value) ([]byte, error) {
+	dst = append(dst, '{')
+	first := true
+	for _, f := range fieldsInOrder(v.Type()) {
+		fv := v.Field(f.index)
+		if omitted(fv) {
+			continue
+		}
+		// Optional strings and required values are printed even when empty;
+		// a required-but-zero field such as an unset Interface.Type is not.
+		if fv.Kind() == reflect.String && fv.String() == "" && !f.required {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendJSONString(dst, f.key)
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendValueJSON(dst, fv); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendOpaqueJSON is encodeOpaque's node written as JSON.
+func appendOpaqueJSON(dst []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		return strconv.AppendBool(dst, x), nil
+	case string:
+		return appendJSONString(dst, x), nil
+	case json.Number:
+		if json.Valid([]byte(x)) {
+			return append(dst, x...), nil
+		}
+		return appendJSONString(dst, string(x)), nil
+	case []any:
+		dst = append(dst, '[')
+		for i, c := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendOpaqueJSON(dst, c); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = appendOpaqueJSON(dst, x[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	}
+	return nil, fmt.Errorf("cannot encode opaque value of type %T", v)
 }
 
 // appendJSONString quotes v as encoding/json does; plain text (the usual
