@@ -12,6 +12,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/pkg/nmstate"
+	"github.com/knmstate/knmstate/pkg/nnsencoding"
 )
 
 // NoNetworkManager is what a NodeNetworkState reports as
@@ -30,6 +31,10 @@ type report struct {
 	// handlerVersion and hostNMVersion fill the status version fields.
 	handlerVersion string
 	hostNMVersion  string
+	// encoding is state's encoding, the value of the object's
+	// nnsencoding.Annotation: "" (the full state) or compact-v1, used
+	// only when the full state would not fit nnsencoding.Budget.
+	encoding string
 }
 
 // newReport encodes a filtered state.
@@ -67,8 +72,18 @@ func (m *reportMemo) report(st *nmstate.State, handlerVersion string) (report, e
 	if err != nil {
 		return report{}, err
 	}
+	rep := report{state: c, handlerVersion: handlerVersion, hostNMVersion: NoNetworkManager}
+	if len(c) > nnsencoding.Budget {
+		// Too large for the API server in full (etcd refuses over 1.5
+		// MiB, and the NNS would stay stale): the compact encoding,
+		// which readers expand (docs/nns-size.md).
+		if rep.state, err = nnsencoding.CompactJSON(c); err != nil {
+			return report{}, err
+		}
+		rep.encoding = nnsencoding.CompactV1
+	}
 	m.raw = raw
-	m.rep = report{state: c, handlerVersion: handlerVersion, hostNMVersion: NoNetworkManager}
+	m.rep = rep
 	return m.rep, nil
 }
 
@@ -143,6 +158,9 @@ const (
 	actCreate
 	// actStatus: the object exists with other content; write status.
 	actStatus
+	// actEncoding: the object's encoding annotation must change (set
+	// before a compact state is written, removed after a full one is).
+	actEncoding
 )
 
 func (a action) String() string {
@@ -153,22 +171,38 @@ func (a action) String() string {
 		return "create"
 	case actStatus:
 		return "status"
+	case actEncoding:
+		return "encoding"
 	}
 	return "action(" + strconv.Itoa(int(a)) + ")"
 }
 
 // decide is the reporter's one decision: given the newest known copy of
 // the object (nil = does not exist) and the report, what to write.
+//
+// The encoding annotation changes on the side that keeps every reader
+// right: it is set before a compact state is written and removed only
+// after the full state is (expanding a full state changes nothing), so
+// no reader takes a compact state for a full one.
 func decide(known *view, r report) action {
 	switch {
 	case known == nil:
 		return actCreate
+	case r.encoding != "" && known.encoding() != r.encoding:
+		return actEncoding
 	case !bytes.Equal(known.state, r.state),
 		known.obj.Status.HandlerNmstateVersion != r.handlerVersion,
 		known.obj.Status.HostNetworkManagerVersion != r.hostNMVersion:
 		return actStatus
+	case known.encoding() != r.encoding:
+		return actEncoding
 	}
 	return actNone
+}
+
+// encoding is the object's currentState encoding annotation.
+func (v *view) encoding() string {
+	return v.obj.Annotations[nnsencoding.Annotation]
 }
 
 // nextStatus is the status to write over old for report r at now.

@@ -18,6 +18,7 @@ import (
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/nmstate"
+	"github.com/knmstate/knmstate/pkg/nnsencoding"
 )
 
 // shower reads the node's network state (the kernel backend).
@@ -247,6 +248,8 @@ func (r *reporter) refresh(ctx context.Context, why string) error {
 			err = r.create(ctx)
 		case actStatus:
 			err = r.writeStatus(ctx, rep)
+		case actEncoding:
+			err = r.writeEncoding(ctx, rep.encoding)
 		}
 		if err != nil {
 			return err
@@ -298,6 +301,32 @@ func (r *reporter) writeStatus(ctx context.Context, rep report) error {
 	}
 	r.writes++
 	r.metrics.NNSWritten(r.node, metrics.NNSStatus)
+	return r.setKnown(obj)
+}
+
+// writeEncoding sets the known object's encoding annotation to enc
+// (removes it for ""), with the object's resource version: a conflict
+// means known was stale.
+func (r *reporter) writeEncoding(ctx context.Context, enc string) error {
+	obj := r.known.obj.DeepCopy()
+	patch := client.MergeFromWithOptions(r.known.obj, client.MergeFromWithOptimisticLock{})
+	if enc == "" {
+		delete(obj.Annotations, nnsencoding.Annotation)
+	} else {
+		if obj.Annotations == nil {
+			obj.Annotations = map[string]string{}
+		}
+		obj.Annotations[nnsencoding.Annotation] = enc
+	}
+	err := r.client.Patch(ctx, obj, patch)
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return r.reread(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("writing node network state %s encoding annotation: %w", r.node, err)
+	}
+	r.writes++
+	r.log.Info("node network state encoding changed", "encoding", enc)
 	return r.setKnown(obj)
 }
 

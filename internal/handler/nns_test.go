@@ -1,6 +1,9 @@
 package handler
 
 import (
+	"bytes"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,7 +13,9 @@ import (
 
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/pkg/nmstate"
 	st "github.com/knmstate/knmstate/pkg/nmstate/statetest"
+	"github.com/knmstate/knmstate/pkg/nnsencoding"
 )
 
 func nnsObj(uid, rv, state, handlerVersion, hostNM string) *nmstatev1beta1.NodeNetworkState {
@@ -85,6 +90,10 @@ func TestDecide(t *testing.T) {
 		{"changed content", nnsObj("u", "2", `{"interfaces":[{"name":"eth0"}]}`, "v1", NoNetworkManager), actStatus},
 		{"handler version changed", nnsObj("u", "2", `{"interfaces":[]}`, "v0", NoNetworkManager), actStatus},
 		{"host version changed", nnsObj("u", "2", `{"interfaces":[]}`, "v1", ""), actStatus},
+		// A full report on an object still marked compact: the state is
+		// written first, the mark removed after.
+		{"marked compact, other content", withEncoding(nnsObj("u", "2", `{"interfaces":[{"name":"eth0"}]}`, "v1", NoNetworkManager), nnsencoding.CompactV1), actStatus},
+		{"marked compact, same content", withEncoding(nnsObj("u", "2", `{"interfaces":[]}`, "v1", NoNetworkManager), nnsencoding.CompactV1), actEncoding},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,6 +103,92 @@ func TestDecide(t *testing.T) {
 			}
 			if got := decide(v, rep); got != tc.want {
 				t.Errorf("decide = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func withEncoding(o *nmstatev1beta1.NodeNetworkState, enc string) *nmstatev1beta1.NodeNetworkState {
+	o.Annotations = map[string]string{nnsencoding.Annotation: enc}
+	return o
+}
+
+// TestDecideCompact: a compact report marks the object before its state
+// is written, so no reader takes it for the full state.
+func TestDecideCompact(t *testing.T) {
+	rep := report{state: []byte(`{"interfaces":[]}`), handlerVersion: "v1", hostNMVersion: NoNetworkManager, encoding: nnsencoding.CompactV1}
+	for _, tc := range []struct {
+		name  string
+		known *nmstatev1beta1.NodeNetworkState
+		want  action
+	}{
+		{"unmarked, other content: mark first", nnsObj("u", "2", `{"interfaces":[{"name":"eth0"}]}`, "v1", NoNetworkManager), actEncoding},
+		{"unmarked, same content: mark", nnsObj("u", "2", `{"interfaces":[]}`, "v1", NoNetworkManager), actEncoding},
+		{"marked, other content", withEncoding(nnsObj("u", "2", `{"interfaces":[{"name":"eth0"}]}`, "v1", NoNetworkManager), nnsencoding.CompactV1), actStatus},
+		{"marked, same content", withEncoding(nnsObj("u", "2", `{"interfaces":[]}`, "v1", NoNetworkManager), nnsencoding.CompactV1), actNone},
+		{"marked with another encoding", withEncoding(nnsObj("u", "2", `{"interfaces":[]}`, "v1", NoNetworkManager), "compact-v9"), actEncoding},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decide(mustView(t, tc.known), rep); got != tc.want {
+				t.Errorf("decide = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// routesState is a node with n static routes (each reported as config
+// and as running, as Show does).
+func routesState(n int) *nmstate.State {
+	var routes []nmstate.Route
+	for i := range n {
+		routes = append(routes, st.Route(fmt.Sprintf("172.%d.%d.0/24", 16+i/256, i%256), "eth1", "192.0.2.2"))
+	}
+	s := st.State(st.Interfaces(st.Ethernet("eth1", st.IPv4("192.0.2.1/24"))), st.Routes(routes...))
+	s.Routes.Running = slices.Clone(s.Routes.Config)
+	return s
+}
+
+// TestReportCompactsOnlyOverBudget: the full state while it fits, the
+// compact one (which expands to the full one) when it does not.
+func TestReportCompactsOnlyOverBudget(t *testing.T) {
+	for _, tc := range []struct {
+		routes  int
+		compact bool
+	}{{100, false}, {6000, true}} {
+		t.Run(fmt.Sprint(tc.routes), func(t *testing.T) {
+			s := routesState(tc.routes)
+			r, err := newReport(s, "v1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := nmstate.EncodeJSON(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full, err := canonicalJSON(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.compact {
+				if r.encoding != "" || !bytes.Equal(r.state, full) {
+					t.Fatalf("encoding %q, state %d bytes, want the full state (%d bytes)", r.encoding, len(r.state), len(full))
+				}
+				return
+			}
+			if len(full) <= nnsencoding.Budget {
+				t.Fatalf("full state %d bytes fits the budget %d: the case tests nothing", len(full), nnsencoding.Budget)
+			}
+			if r.encoding != nnsencoding.CompactV1 || len(r.state) > nnsencoding.Budget {
+				t.Fatalf("encoding %q, state %d bytes, want compact-v1 within %d", r.encoding, len(r.state), nnsencoding.Budget)
+			}
+			expanded, err := nnsencoding.ExpandJSON(r.state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Running routes equal config ones here, in the same order:
+			// the expansion gives the full state back byte for byte.
+			if !bytes.Equal(expanded, full) {
+				t.Errorf("expanded compact state (%d bytes) differs from the full one (%d bytes)", len(expanded), len(full))
 			}
 		})
 	}
