@@ -54,30 +54,28 @@ func (r report) withNM(version string) report {
 
 // reportMemo remembers the last encoding and its report: the common case
 // (an event or resync that changed nothing) then costs one encoding and a
-// byte comparison, not a second, canonical encoding as well.
+// byte comparison, not the compact encoding as well on a large node.
 type reportMemo struct {
 	raw []byte
 	rep report
 }
 
 func (m *reportMemo) report(st *nmstate.State, handlerVersion string) (report, error) {
-	raw, err := nmstate.EncodeJSON(st)
+	// Canonical from the start: the API server returns currentState with
+	// its keys sorted, and the report is compared with what it returns.
+	raw, err := nmstate.AppendCanonicalJSON(nil, st)
 	if err != nil {
 		return report{}, fmt.Errorf("encoding state: %w", err)
 	}
 	if m.raw != nil && bytes.Equal(raw, m.raw) && m.rep.handlerVersion == handlerVersion {
 		return m.rep, nil
 	}
-	c, err := canonicalJSON(raw)
-	if err != nil {
-		return report{}, err
-	}
-	rep := report{state: c, handlerVersion: handlerVersion, hostNMVersion: NoNetworkManager}
-	if len(c) > nnsencoding.Budget {
+	rep := report{state: raw, handlerVersion: handlerVersion, hostNMVersion: NoNetworkManager}
+	if len(raw) > nnsencoding.Budget {
 		// Too large for the API server in full (etcd refuses over 1.5
 		// MiB, and the NNS would stay stale): the compact encoding,
 		// which readers expand (docs/nns-size.md).
-		if rep.state, err = nnsencoding.CompactJSON(c); err != nil {
+		if rep.state, err = compactState(st); err != nil {
 			return report{}, err
 		}
 		rep.encoding = nnsencoding.CompactV1
@@ -85,6 +83,43 @@ func (m *reportMemo) report(st *nmstate.State, handlerVersion string) (report, e
 	m.raw = raw
 	m.rep = rep
 	return m.rep, nil
+}
+
+// compactState is nnsencoding.CompactJSON of st's canonical JSON, made
+// from the values (a large node's state is a megabyte of JSON, which
+// decoding and encoding again would take a tenth of a second for):
+// routes.running without the routes routes.config holds as well.
+func compactState(st *nmstate.State) ([]byte, error) {
+	if st.Routes != nil && len(st.Routes.Config) > 0 && len(st.Routes.Running) > 0 {
+		configured := make(map[string]bool, len(st.Routes.Config))
+		var buf []byte
+		var err error
+		for i := range st.Routes.Config {
+			if buf, err = nmstate.AppendRouteCanonicalJSON(buf[:0], &st.Routes.Config[i]); err != nil {
+				return nil, fmt.Errorf("encoding state: %w", err)
+			}
+			configured[string(buf)] = true
+		}
+		running := make([]nmstate.Route, 0, len(st.Routes.Running))
+		for i := range st.Routes.Running {
+			if buf, err = nmstate.AppendRouteCanonicalJSON(buf[:0], &st.Routes.Running[i]); err != nil {
+				return nil, fmt.Errorf("encoding state: %w", err)
+			}
+			if !configured[string(buf)] {
+				running = append(running, st.Routes.Running[i])
+			}
+		}
+		c := *st
+		routes := *st.Routes
+		routes.Running = running
+		c.Routes = &routes
+		st = &c
+	}
+	out, err := nmstate.AppendCanonicalJSON(nil, st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding state: %w", err)
+	}
+	return out, nil
 }
 
 // canonicalJSON re-encodes a JSON document with object keys sorted and no

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -301,6 +302,13 @@ func (r *reporter) writeStatus(ctx context.Context, rep report) error {
 	}
 	r.writes++
 	r.metrics.NNSWritten(r.node, metrics.NNSStatus)
+	// The API server returns the state as written when it is in
+	// canonical form, as reports are: then its copy needs no
+	// canonicalizing, which on a large node is a megabyte of JSON.
+	if bytes.Equal(obj.Status.CurrentState.Raw, rep.state) {
+		r.known = &view{obj: obj, state: rep.state}
+		return nil
+	}
 	return r.setKnown(obj)
 }
 

@@ -185,6 +185,14 @@ func TestReportCompactsOnlyOverBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The same as compacting the full state's JSON.
+			viaJSON, err := nnsencoding.CompactJSON(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(r.state, viaJSON) {
+				t.Errorf("compact state (%d bytes) differs from nnsencoding.CompactJSON of the full one (%d bytes)", len(r.state), len(viaJSON))
+			}
 			// Running routes equal config ones here, in the same order:
 			// the expansion gives the full state back byte for byte.
 			if !bytes.Equal(expanded, full) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -22,39 +23,63 @@ func AppendCompactJSON(dst []byte, s *State) ([]byte, error) {
 	if s == nil {
 		s = &State{}
 	}
-	return appendValueJSON(dst, reflect.ValueOf(s).Elem())
+	return jsonWriter{}.value(dst, reflect.ValueOf(s).Elem())
 }
 
-// appendValueJSON follows encoder.value's rules case by case (their order
+// AppendCanonicalJSON is AppendCompactJSON with every object's keys in
+// byte order instead of nmstate's show order: the form a Kubernetes API
+// server returns a schemaless object in (encoding/json sorts map keys), so
+// a state written in it compares byte for byte with the one read back
+// (the NodeNetworkState report). It equals decoding AppendCompactJSON's
+// output into generic values and encoding them again with encoding/json,
+// without the cost of doing so.
+func AppendCanonicalJSON(dst []byte, s *State) ([]byte, error) {
+	if s == nil {
+		s = &State{}
+	}
+	return jsonWriter{sorted: true}.value(dst, reflect.ValueOf(s).Elem())
+}
+
+// AppendRouteCanonicalJSON is AppendCanonicalJSON of one route, as it
+// appears in a state's route lists.
+func AppendRouteCanonicalJSON(dst []byte, r *Route) ([]byte, error) {
+	return jsonWriter{sorted: true}.value(dst, reflect.ValueOf(r).Elem())
+}
+
+// jsonWriter writes JSON straight from the values; sorted puts every
+// object's keys in byte order.
+type jsonWriter struct{ sorted bool }
+
+// value follows encoder.value's rules case by case (their order
 // matters: a hexer is an integer printed as a string) and writes the JSON
 // of the node encoder.value would build: numbers and booleans bare,
 // everything else a string, a nil inside a list or map null. An
 // omitted value (nil pointer, slice or map) is not written here; callers
 // check omitted first.
-func appendValueJSON(dst []byte, v reflect.Value) ([]byte, error) {
+func (w jsonWriter) value(dst []byte, v reflect.Value) ([]byte, error) {
 	t := v.Type()
 	switch {
 	case t.Kind() == reflect.Pointer:
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
-		return appendValueJSON(dst, v.Elem())
+		return w.value(dst, v.Elem())
 	case t == addrType:
 		a := v.Interface().(netip.Addr)
 		if !a.IsValid() {
 			return append(dst, `""`...), nil
 		}
-		return appendJSONString(dst, a.String()), nil
+		return w.str(dst, a.String()), nil
 	case t == prefixType:
 		p := v.Interface().(netip.Prefix)
 		if !p.IsValid() {
 			return append(dst, `""`...), nil
 		}
-		return appendJSONString(dst, p.String()), nil
+		return w.str(dst, p.String()), nil
 	case t.Kind() == reflect.Interface:
-		return appendOpaqueJSON(dst, v.Interface())
+		return w.opaque(dst, v.Interface())
 	case t.Kind() == reflect.Struct:
-		return appendStructJSON(dst, v)
+		return w.structValue(dst, v)
 	case t.Kind() == reflect.Slice:
 		if v.IsNil() {
 			return append(dst, "null"...), nil
@@ -65,7 +90,7 @@ func appendValueJSON(dst []byte, v reflect.Value) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = appendValueJSON(dst, v.Index(i)); err != nil {
+			if dst, err = w.value(dst, v.Index(i)); err != nil {
 				return nil, err
 			}
 		}
@@ -84,21 +109,21 @@ func appendValueJSON(dst []byte, v reflect.Value) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = w.str(dst, k)
 			dst = append(dst, ':')
 			var err error
 			// A nil map value is meaningful (remove the key): null.
-			if dst, err = appendValueJSON(dst, v.MapIndex(reflect.ValueOf(k).Convert(t.Key()))); err != nil {
+			if dst, err = w.value(dst, v.MapIndex(reflect.ValueOf(k).Convert(t.Key()))); err != nil {
 				return nil, err
 			}
 		}
 		return append(dst, '}'), nil
 	case t.Kind() == reflect.String:
-		return appendJSONString(dst, v.String()), nil
+		return w.str(dst, v.String()), nil
 	case t.Kind() == reflect.Bool:
 		return strconv.AppendBool(dst, v.Bool()), nil
 	case t.Implements(hexerType):
-		return appendJSONString(dst, v.Interface().(hexer).hexString()), nil
+		return w.str(dst, v.Interface().(hexer).hexString()), nil
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
 		return strconv.AppendInt(dst, v.Int(), 10), nil
 	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
@@ -119,15 +144,20 @@ func omitted(v reflect.Value) bool {
 // orderedFields caches, per struct type, its fields in the order
 // encoder.structValue sorts them into: keyOrder first, then by key. The
 // order depends on the type only (keyOrder ignores its receiver).
-var orderedFields sync.Map // reflect.Type → []fieldInfo
+// sortedFields caches them by key alone.
+var orderedFields, sortedFields sync.Map // reflect.Type → []fieldInfo
 
-func fieldsInOrder(t reflect.Type) []fieldInfo {
-	if f, ok := orderedFields.Load(t); ok {
+func fieldsInOrder(t reflect.Type, byKey bool) []fieldInfo {
+	cache := &orderedFields
+	if byKey {
+		cache = &sortedFields
+	}
+	if f, ok := cache.Load(t); ok {
 		return f.([]fieldInfo)
 	}
 	fields := slices.Clone(fieldsOf(t))
 	rank := map[string]int{}
-	if ko, ok := reflect.Zero(t).Interface().(keyOrderer); ok {
+	if ko, ok := reflect.Zero(t).Interface().(keyOrderer); ok && !byKey {
 		for i, k := range ko.keyOrder() {
 			rank[k] = i + 1
 		}
@@ -144,14 +174,14 @@ func fieldsInOrder(t reflect.Type) []fieldInfo {
 		}
 		return fields[i].key < fields[j].key
 	})
-	orderedFields.Store(t, fields)
+	cache.Store(t, fields)
 	return fields
 }
 
-func appendStructJSON(dst []byte, v reflect.Value) ([]byte, error) {
+func (w jsonWriter) structValue(dst []byte, v reflect.Value) ([]byte, error) {
 	dst = append(dst, '{')
 	first := true
-	for _, f := range fieldsInOrder(v.Type()) {
+	for _, f := range fieldsInOrder(v.Type(), w.sorted) {
 		fv := v.Field(f.index)
 		if omitted(fv) {
 			continue
@@ -165,30 +195,30 @@ func appendStructJSON(dst []byte, v reflect.Value) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendJSONString(dst, f.key)
+		dst = w.str(dst, f.key)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = appendValueJSON(dst, fv); err != nil {
+		if dst, err = w.value(dst, fv); err != nil {
 			return nil, err
 		}
 	}
 	return append(dst, '}'), nil
 }
 
-// appendOpaqueJSON is encodeOpaque's node written as JSON.
-func appendOpaqueJSON(dst []byte, v any) ([]byte, error) {
+// opaque is encodeOpaque's node written as JSON.
+func (w jsonWriter) opaque(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(dst, "null"...), nil
 	case bool:
 		return strconv.AppendBool(dst, x), nil
 	case string:
-		return appendJSONString(dst, x), nil
+		return w.str(dst, x), nil
 	case json.Number:
 		if json.Valid([]byte(x)) {
 			return append(dst, x...), nil
 		}
-		return appendJSONString(dst, string(x)), nil
+		return w.str(dst, string(x)), nil
 	case []any:
 		dst = append(dst, '[')
 		for i, c := range x {
@@ -196,7 +226,7 @@ func appendOpaqueJSON(dst []byte, v any) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = appendOpaqueJSON(dst, c); err != nil {
+			if dst, err = w.opaque(dst, c); err != nil {
 				return nil, err
 			}
 		}
@@ -212,16 +242,33 @@ func appendOpaqueJSON(dst []byte, v any) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = w.str(dst, k)
 			dst = append(dst, ':')
 			var err error
-			if dst, err = appendOpaqueJSON(dst, x[k]); err != nil {
+			if dst, err = w.opaque(dst, x[k]); err != nil {
 				return nil, err
 			}
 		}
 		return append(dst, '}'), nil
 	}
 	return nil, fmt.Errorf("cannot encode opaque value of type %T", v)
+}
+
+// str writes a string. In the canonical form invalid UTF-8 is replaced
+// first, byte by byte, as decoding the compact form would (encoding/json
+// escapes each invalid byte as \ufffd, and a decoder reads that back as
+// the replacement character, which it then writes as it is).
+func (w jsonWriter) str(dst []byte, v string) []byte {
+	if w.sorted && !utf8.ValidString(v) {
+		var b strings.Builder
+		for i := 0; i < len(v); {
+			r, n := utf8.DecodeRuneInString(v[i:])
+			b.WriteRune(r) // utf8.RuneError for an invalid byte
+			i += n
+		}
+		v = b.String()
+	}
+	return appendJSONString(dst, v)
 }
 
 // appendJSONString quotes v as encoding/json does; plain text (the usual

@@ -3,6 +3,7 @@ package nmstate
 import (
 	"bytes"
 	"encoding/json"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -73,6 +74,43 @@ func TestAppendCompactJSONIsTheNodeTree(t *testing.T) {
 		if diff := cmp.Diff(want, "x"+compacted.String()); diff != "" {
 			t.Errorf("%s: EncodeJSON compacted (-want +got):\n%s", name, diff)
 		}
+		// The canonical form is the compact one through generic values
+		// and encoding/json, as an API server stores it.
+		dec := json.NewDecoder(bytes.NewReader(got[1:]))
+		dec.UseNumber()
+		var generic any
+		if err := dec.Decode(&generic); err != nil {
+			t.Fatalf("%s: decoding: %v", name, err)
+		}
+		wantCanon, err := json.Marshal(generic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		canon, err := AppendCanonicalJSON([]byte("x"), s)
+		if err != nil {
+			t.Fatalf("%s: AppendCanonicalJSON: %v", name, err)
+		}
+		if diff := cmp.Diff("x"+string(wantCanon), string(canon)); diff != "" {
+			t.Errorf("%s: AppendCanonicalJSON (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// AppendRouteCanonicalJSON writes a route as AppendCanonicalJSON writes
+// it inside a state.
+func TestAppendRouteCanonicalJSON(t *testing.T) {
+	r := Route{Destination: ptrTo(netip.MustParsePrefix("198.51.100.0/24")), NextHopInterface: ptrTo("eth1"),
+		NextHopAddress: ptrTo(netip.MustParseAddr("192.0.2.1")), Metric: ptrTo(int64(100)), TableID: ptrTo(uint32(254))}
+	got, err := AppendRouteCanonicalJSON(nil, &r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := AppendCanonicalJSON(nil, &State{Routes: &Routes{Config: []Route{r}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"routes":{"config":[` + string(got) + `]}}`; want != string(st) {
+		t.Errorf("route %s, state %s", got, st)
 	}
 }
 
