@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { filterSort, NodeNetworkState, summarise } from './nns';
+import { filterSort, NodeNetworkState, runningRoutes, summarise } from './nns';
 import type { Iface } from './graph';
 
 function nns(node: string, ifaces: unknown[], routes = 0): NodeNetworkState {
@@ -61,4 +61,22 @@ test('search and sort', () => {
   assert.deepEqual(names('node', true, 'bridge'), ['node2']);
   assert.deepEqual(names('node', true, '192.0.2.11'), ['node1']);
   assert.deepEqual(names('node', true, 'ETH1'), ['node1']);
+});
+
+test('a compact-v1 state counts the configured routes it leaves out of running', () => {
+  const r1 = { destination: '198.51.100.0/24', 'next-hop-interface': 'eth1', metric: 0 };
+  const r2 = { destination: '203.0.113.0/24', 'next-hop-interface': 'eth1', metric: 0 };
+  // r1 again, its keys in another order: the same route.
+  const r1b = { metric: 0, 'next-hop-interface': 'eth1', destination: '198.51.100.0/24' };
+  const dflt = { destination: '0.0.0.0/0', 'next-hop-interface': 'eth0', metric: 100 };
+  const state = (encoding?: string) =>
+    ({
+      metadata: { name: 'n', annotations: encoding ? { 'knmstate.io/nns-encoding': encoding } : {} },
+      status: { currentState: { interfaces: [], routes: { config: [r1, r2], running: [dflt, r1b] } } },
+    }) as NodeNetworkState;
+  assert.deepEqual(runningRoutes(state('compact-v1')), [dflt, r1b, r2]);
+  assert.equal(summarise(state('compact-v1')).routes, 3);
+  // Without the annotation the state is the full one, taken as it is.
+  assert.deepEqual(runningRoutes(state()), [dflt, r1b]);
+  assert.equal(summarise(state()).routes, 2);
 });

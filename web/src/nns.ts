@@ -66,6 +66,37 @@ export function lldpOf(iface: Iface): LLDPNeighbour[] {
   return out;
 }
 
+// canonical renders a JSON value with its object keys sorted, so that
+// two routes compare equal exactly when pkg/nnsencoding's do.
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return '[' + v.map(canonical).join(',') + ']';
+  if (v !== null && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return '{' + Object.keys(o).sort().map((k) => JSON.stringify(k) + ':' + canonical(o[k])).join(',') + '}';
+  }
+  return JSON.stringify(v);
+}
+
+// runningRoutes is routes.running of a state as the handler read it: a
+// state in the compact-v1 encoding (annotation knmstate.io/nns-encoding,
+// used on nodes whose full state would not fit the API server; see
+// docs/nns-size.md) leaves out of running the routes config holds too.
+export function runningRoutes(nns: NodeNetworkState): unknown[] {
+  const routes = nns.status?.currentState?.routes;
+  const running = routes?.running ?? [];
+  if (nns.metadata.annotations?.['knmstate.io/nns-encoding'] !== 'compact-v1') return running;
+  const have = new Set(running.map(canonical));
+  const out = [...running];
+  for (const r of routes?.config ?? []) {
+    const k = canonical(r);
+    if (!have.has(k)) {
+      have.add(k);
+      out.push(r);
+    }
+  }
+  return out;
+}
+
 export function summarise(nns: NodeNetworkState): StateRow {
   const cs = nns.status?.currentState ?? {};
   const ifaces = cs.interfaces ?? [];
@@ -77,7 +108,7 @@ export function summarise(nns: NodeNetworkState): StateRow {
     interfaces: ifaces.length,
     byType: [...types.entries()].sort((a, b) => a[0].localeCompare(b[0])),
     addresses: ifaces.filter((i) => i.type !== 'loopback').flatMap(addresses),
-    routes: cs.routes?.running?.length ?? 0,
+    routes: runningRoutes(nns).length,
     lldp: ifaces.flatMap(lldpOf),
     handlerVersion: st.handlerNmstateVersion ?? '',
     backend: st.handlerNetworkManagerVersion || st.hostNetworkManagerVersion || '',
