@@ -21,6 +21,7 @@
 #   KERNEL_LANE_SMP           guest CPUs (2)
 #   KERNEL_LANE_MEM           guest memory in MiB (1024)
 #   KERNEL_LANE_PACKAGES      space-separated packages instead of the packages file
+#   KERNEL_LANE_RUN           -test.run pattern of each binary (all tests when unset)
 #   KERNEL_LANE_KEEP          keep the work dir (initramfs, serial log) if set
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -84,6 +85,7 @@ ln -s busybox "$root/usr/bin/sh"
 install -m 0755 "$lane/init.sh" "$root/init"
 {
 	printf 'LANE_TEST_TIMEOUT=%q\n' "$test_timeout"
+	printf 'LANE_TEST_RUN=%q\n' "${KERNEL_LANE_RUN:-}"
 } >"$root/etc/lane/env"
 
 # Test binaries: one per listed package, run in a copy of its directory's
