@@ -47,6 +47,8 @@ var guestModules = []initramfs.ModuleRequest{
 	{Name: "team_mode_activebackup"},
 	{Name: "team_mode_roundrobin"},
 	{Name: "tun"},
+	// Built by hack/kernel-lane/extmod.sh: Debian's config leaves it out.
+	{Name: "hsr"},
 }
 
 // Guest mode's fixed timeouts: the guest boots in seconds, but everything

@@ -469,6 +469,7 @@ func sanitizeIface(want, got map[string]any, d, c *Interface) {
 				delete(m, "iface-name")
 			}
 		}
+		sanitizeVFs(vfs, got)
 	}
 	if sameKind(d.Type, c.Type) && d.Type != "" {
 		got["type"] = string(d.Type)
@@ -507,6 +508,29 @@ func sanitizeIface(want, got map[string]any, d, c *Interface) {
 		sortByName(have)
 		want["alt-names"], got["alt-names"] = keep, have
 	}
+}
+
+// sanitizeVFs matches VFs by id, as nmstate does: each desired VF is
+// compared with the current VF of the same id, and VFs desired does not
+// list may be anything. Both lists end up in desired's order.
+func sanitizeVFs(want []any, got map[string]any) {
+	sr, _ := lookup(got, "ethernet", "sr-iov").(map[string]any)
+	if sr == nil {
+		return
+	}
+	have, _ := sr["vfs"].([]any)
+	byID := map[string]any{}
+	for _, vf := range have {
+		if m, ok := vf.(map[string]any); ok {
+			byID[jsonText(m["id"])] = m
+		}
+	}
+	out := make([]any, len(want))
+	for i, vf := range want {
+		m, _ := vf.(map[string]any)
+		out[i] = byID[jsonText(m["id"])]
+	}
+	sr["vfs"] = out
 }
 
 // sanitizeIP drops what verification ignores from the address lists of one

@@ -33,12 +33,31 @@ type node struct {
 	stateDir string
 	resolv   string
 	uts      string
+	// devices are the NICs that are not veths (kernel kind "device").
+	devices map[string]bool
 }
 
 func newNode(t *testing.T) *node {
 	t.Helper()
+	return newNodeWith(t, "")
+}
+
+// newNodeWith is newNode whose eth1 is a NIC of the given kind instead of
+// a veth: "netdevsim" is a simulated NIC with SR-IOV virtual functions
+// (the qemu lane's netdevsim module, see netdevsim_linux_test.go).
+func newNodeWith(t *testing.T, nic string) *node {
+	t.Helper()
 	ns, peer := nstest.New(t), nstest.New(t)
-	nstest.Veth(t, ns, "eth1", peer, "sw-eth1")
+	devices := map[string]bool{}
+	switch nic {
+	case "":
+		nstest.Veth(t, ns, "eth1", peer, "sw-eth1")
+	case NICNetdevsim:
+		netdevsimNIC(t, ns, "eth1")
+		devices["eth1"] = true
+	default:
+		t.Fatalf("unknown NIC kind %q", nic)
+	}
 	nstest.Veth(t, ns, "eth2", peer, "sw-eth2")
 	dir := t.TempDir()
 	resolv := filepath.Join(dir, "resolv.conf")
@@ -51,7 +70,7 @@ func newNode(t *testing.T) *node {
 		t.Fatalf("opening the kernel backend: %v", err)
 	}
 	t.Cleanup(func() { b.Close() })
-	return &node{ns: ns, peer: peer, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts}
+	return &node{ns: ns, peer: peer, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts, devices: devices}
 }
 
 // newUTSNS creates a private UTS namespace and returns a path that opens
@@ -183,7 +202,7 @@ func runScenario(t *testing.T, s Scenario) {
 		}
 		states = append(states, desired)
 	}
-	expect(t, s.Known, runSteps(context.Background(), t, newNode(t), s.Steps, states))
+	expect(t, s.Known, runSteps(context.Background(), t, newNodeWith(t, s.NIC), s.Steps, states))
 }
 
 // expect judges a scenario's outcome: without a known issue it must have

@@ -41,11 +41,19 @@ type Scenario struct {
 	Lane  Lane
 	// Needs names the kernel features the scenario uses beyond veth.
 	Needs string
+	// NIC, when set, makes eth1 a NIC of that kind instead of a veth
+	// (NICNetdevsim). test/e2e skips such scenarios: the lab's NICs are
+	// veths.
+	NIC string
 	// Known, when set, is an engine issue that makes the scenario fail
 	// today: the test then expects the failure (and fails once it is
 	// gone), and the support matrix lists the files as not yet supported.
 	Known string
 }
+
+// NICNetdevsim is a Scenario's NIC: eth1 is a port of a netdevsim device
+// (the qemu lane builds the module), which has SR-IOV virtual functions.
+const NICNetdevsim = "netdevsim"
 
 // Scenarios lists every supported example file in at least one scenario.
 var Scenarios = []Scenario{
@@ -64,6 +72,8 @@ var Scenarios = []Scenario{
 	{Name: "vlan-down", Steps: []string{"vlan101_eth1_up.yml", "vlan101_eth1_down.yml", "vlan101_eth1_absent.yml"}, Lane: QemuLane, Needs: "8021q"},
 	{Name: "vrf", Steps: []string{"vrf0_with_eth1.yml", "vrf0_absent.yml"}, Lane: QemuLane, Needs: "vrf"},
 	{Name: "bond", Steps: []string{"bond_port_up.yml", "bond_port_absent.yml"}, Lane: QemuLane, Needs: "bonding (per-port queue_id, prio)"},
+	{Name: "hsr", Steps: []string{"hsr0_up.yml", "hsr0_absent.yml"}, Lane: QemuLane, Needs: "hsr (PRP; module built by hack/kernel-lane/extmod.sh)"},
+	{Name: "sr-iov", Steps: []string{"eth1_with_sriov.yml"}, Lane: QemuLane, NIC: NICNetdevsim, Needs: "SR-IOV VFs (netdevsim, built by hack/kernel-lane/extmod.sh)"},
 	{Name: "bond-bridge-vlan", Steps: []string{"bond_linuxbridge_vlan_up.yml", "bond_linuxbridge_vlan_absent.yml"}, Lane: QemuLane, Needs: "bonding, bridge, 8021q"},
 }
 
@@ -71,11 +81,9 @@ var Scenarios = []Scenario{
 const (
 	whyOVS        = "Open vSwitch: the kernel engine has no OVS database client (ovs-bridge, ovs-interface, ovs-db are NetworkManager/OVSDB features)"
 	why8021x      = "802.1X authentication needs a supplicant (wpa_supplicant) and an authenticator peer; the kernel engine configures no supplicant"
-	whySRIOV      = "SR-IOV needs a physical NIC with virtual functions; ethernet sr-iov settings are refused by the kernel backend"
 	whyInfiniBand = "InfiniBand IPoIB pkey children need InfiniBand hardware (base mlx5_ib0)"
 	whyIPsec      = "IPsec connections are Libreswan (pluto) configuration, not kernel links; the kernel engine has no IKE daemon"
 	whyMACsec     = "MACsec with MKA needs an MKA daemon (wpa_supplicant) and a peer with the same CAK/CKN; the kernel backend does not create macsec links"
-	whyHSR        = "the kernel backend reports hsr links but does not create them yet (and the development kernel has no hsr module)"
 	whyDynHost    = "hostname config \"\" means a hostname from DHCP or the hostname daemon; kernel mode has no dynamic hostname source"
 )
 
@@ -83,9 +91,6 @@ const (
 var Unsupported = map[string]string{
 	"eth1_with_ieee_802_1x.yml":        why8021x,
 	"eth1_with_ieee_802_1x_peap.yml":   why8021x,
-	"eth1_with_sriov.yml":              whySRIOV,
-	"hsr0_up.yml":                      whyHSR,
-	"hsr0_absent.yml":                  whyHSR,
 	"infiniband_pkey_ipoib_create.yml": whyInfiniBand,
 	"infiniband_pkey_ipoib_delete.yml": whyInfiniBand,
 	"ipsec_psk.yml":                    whyIPsec,

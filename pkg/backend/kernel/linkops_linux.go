@@ -26,6 +26,7 @@ var typeKinds = map[nmstate.InterfaceType]string{
 	nmstate.TypeDummy:       "dummy",
 	nmstate.TypeVRF:         "vrf",
 	nmstate.TypeTeam:        "team",
+	nmstate.TypeHSR:         "hsr",
 }
 
 // linkDelete deletes a virtual link; a link already gone is success.
@@ -62,6 +63,17 @@ func (ex *executor) linkCreate(ifc nmstate.Interface) error {
 	}
 	if _, ok := typeKinds[ifc.Type]; !ok {
 		return notSupported("creating interfaces of type %s is not supported by the kernel backend", ifc.Type)
+	}
+	if ifc.Type == nmstate.TypeHSR {
+		if err := ex.addHSR(ifc); err != nil {
+			return linkCreateError(ifc.Name, ifc.Type, err)
+		}
+		rest := ifc
+		rest.MACAddress, rest.HSR = nil, nil
+		if !hasLinkSettings(rest) {
+			return nil
+		}
+		return ex.linkModify(rest)
 	}
 	l, err := ex.newLink(ifc)
 	if err != nil {
@@ -317,11 +329,11 @@ func newIPVlan(attrs netlink.LinkAttrs, v *nmstate.IPVlan) netlink.Link {
 // fresh from the kernel; a link with nothing to set is only looked up.
 func (ex *executor) linkModify(ifc nmstate.Interface) error {
 	b := ex.b
-	if e := ifc.Ethernet; e != nil && (e.AutoNegotiation != nil || e.Speed != nil || e.Duplex != nil || e.SRIOV != nil) {
+	if e := ifc.Ethernet; e != nil && (e.AutoNegotiation != nil || e.Speed != nil || e.Duplex != nil) {
 		if _, err := ex.links.mustLink(ifc.Name); err != nil {
 			return err
 		}
-		return notSupported("%s: ethernet link settings and sr-iov are not supported by the kernel backend", ifc.Name)
+		return notSupported("%s: ethernet speed, duplex and auto-negotiation are not supported by the kernel backend", ifc.Name)
 	}
 	if e := ifc.Ethtool; e != nil && (e.Pause != nil || len(e.Feature) > 0 || e.Coalesce != nil || e.Ring != nil) {
 		if _, err := ex.links.mustLink(ifc.Name); err != nil {
@@ -368,6 +380,11 @@ func (ex *executor) linkModify(ifc nmstate.Interface) error {
 	}
 	if ifc.AltNames != nil {
 		if err := b.setAltNames(l, *ifc.AltNames); err != nil {
+			return err
+		}
+	}
+	if ifc.Ethernet != nil && ifc.Ethernet.SRIOV != nil {
+		if err := ex.setSRIOV(l, ifc.Ethernet.SRIOV); err != nil {
 			return err
 		}
 	}

@@ -64,6 +64,11 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 	st := &nmstate.State{Interfaces: make([]nmstate.Interface, 0, len(links))}
 	for _, kl := range links {
 		ifc := linkToInterface(kl, v)
+		if ifc.Type == nmstate.TypeEthernet {
+			if dir := sriovDir(kl); dir != "" {
+				ifc.Ethernet = &nmstate.Ethernet{SRIOV: sriovSection(kl, dir)}
+			}
+		}
 		// Ports too: a port's disabled IP is what the kernel holds, and
 		// reporting it keeps "plan again" empty after an apply.
 		ifc.IPv4, ifc.IPv6 = ipConfigs(kl, addrs[kl.attrs().Index])
