@@ -9,6 +9,9 @@ packages=(etcd-server iproute2 dnsmasq openvswitch-switch qemu-system-x86 busybo
 # The lab's kubelets: containerd's runtime, the CNI plugins (in /usr/lib/cni),
 # and what kube-proxy and the kubelet call on the node.
 packages+=(runc containernetworking-plugins nftables iptables conntrack)
+# The kernel lane builds hsr and netdevsim for Debian's kernel
+# (hack/kernel-lane/extmod.sh): Debian's compiler, the one its kernel uses.
+packages+=(gcc make libc6-dev)
 
 # kubectl drives make demo and test/e2e; Debian's kubernetes-client when absent.
 if ! command -v kubectl >/dev/null; then

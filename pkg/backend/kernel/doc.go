@@ -45,7 +45,13 @@
 // as config; weighted IPv4 next hops are merged into one multipath route.
 // A bond's ports-config (queue-id, priority: IFLA_BOND_SLAVE_QUEUE_ID and
 // _PRIO, the latter since Linux 6.0) is set on each port once it is
-// attached, and read back from the ports.
+// attached, and read back from the ports. HSR/PRP links are created with a
+// raw request (the library has no hsr type); their multicast spec reads
+// back as the supervision address's last byte, as nmstate reports it.
+// SR-IOV: the VF count is the parent device's sriov_numvfs, found under
+// /sys/bus/<IFLA_PARENT_DEV_BUS_NAME>/devices/<IFLA_PARENT_DEV_NAME> (bus
+// devices are not namespaced, /sys/class/net is); VF settings go over
+// netlink, and the link dump asks for the VF lists (RTEXT_FILTER_VF).
 //
 // Execute resolves interface names from one link dump per call (a cache
 // that follows its own creates and deletes and trusts only a link's
