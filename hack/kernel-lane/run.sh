@@ -169,7 +169,7 @@ boot() {
 		-nodefaults -nographic -no-reboot -monitor none -nic none \
 		-serial "file:$serial" \
 		-kernel "$kernel" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check rdinit=/init" \
 		</dev/null >"$work/qemu.out" 2>&1 &
 	qemu_pid=$!
 	log "guest booting $(basename "$kernel") (qemu pid $qemu_pid, timeout ${timeout_s}s)"
