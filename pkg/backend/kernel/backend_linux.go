@@ -49,6 +49,8 @@ type Backend struct {
 	// reads them while the link dump runs on raw (and the addresses on
 	// h's socket).
 	tables *nl.SocketHandle
+	// eth is the ethtool generic netlink socket, dialled on first use.
+	eth ethtoolConn
 }
 
 // Open opens the namespaces named by opts. The caller must Close the
@@ -133,6 +135,7 @@ func (b *Backend) Close() error {
 		b.tables.Close()
 		b.tables = nil
 	}
+	b.eth.close()
 	if b.ns.IsOpen() {
 		b.ns.Close()
 		b.ns = netns.None()

@@ -52,6 +52,10 @@
 // /sys/bus/<IFLA_PARENT_DEV_BUS_NAME>/devices/<IFLA_PARENT_DEV_NAME> (bus
 // devices are not namespaced, /sys/class/net is); VF settings go over
 // netlink, and the link dump asks for the VF lists (RTEXT_FILTER_VF).
+// ethtool (features, rings, coalescing, pause) goes over the ethtool
+// generic netlink family on a socket opened in the namespace
+// (ethtool_linux.go); Show reports it for ethernet NICs and veths, with
+// the changeable features only, as upstream does.
 //
 // Execute resolves interface names from one link dump per call (a cache
 // that follows its own creates and deletes and trusts only a link's

@@ -335,12 +335,6 @@ func (ex *executor) linkModify(ifc nmstate.Interface) error {
 		}
 		return notSupported("%s: ethernet speed, duplex and auto-negotiation are not supported by the kernel backend", ifc.Name)
 	}
-	if e := ifc.Ethtool; e != nil && (e.Pause != nil || len(e.Feature) > 0 || e.Coalesce != nil || e.Ring != nil) {
-		if _, err := ex.links.mustLink(ifc.Name); err != nil {
-			return err
-		}
-		return notSupported("%s: ethtool settings are not supported by the kernel backend", ifc.Name)
-	}
 	var (
 		l   netlink.Link
 		err error
@@ -380,6 +374,11 @@ func (ex *executor) linkModify(ifc nmstate.Interface) error {
 	}
 	if ifc.AltNames != nil {
 		if err := b.setAltNames(l, *ifc.AltNames); err != nil {
+			return err
+		}
+	}
+	if e := ifc.Ethtool; e != nil && (e.Pause != nil || len(e.Feature) > 0 || e.Coalesce != nil || e.Ring != nil) {
+		if err := b.setEthtool(ifc.Name, a.Index, e); err != nil {
 			return err
 		}
 	}
