@@ -12,6 +12,9 @@ packages+=(runc containernetworking-plugins nftables iptables conntrack)
 # The kernel lane builds hsr and netdevsim for Debian's kernel
 # (hack/kernel-lane/extmod.sh): Debian's compiler, the one its kernel uses.
 packages+=(gcc make libc6-dev)
+# 802.1X: wpa_supplicant is the kernel backend's supplicant; hostapd (with
+# hostapd_cli) and openssl make the authenticator of its tests.
+packages+=(wpasupplicant hostapd openssl)
 
 # kubectl drives make demo and test/e2e; Debian's kubernetes-client when absent.
 if ! command -v kubectl >/dev/null; then

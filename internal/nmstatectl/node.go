@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
@@ -13,10 +14,21 @@ import (
 // values recorded in a checkpoint.
 type nodeAddr struct {
 	netns, resolvConf, utsNS string
+	// supplicantDir is the wpa_supplicant directory of 802.1x
+	// interfaces: "supplicant" under the state directory.
+	supplicantDir string
 }
 
 func (g *globalOptions) node() nodeAddr {
-	return nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS}
+	return nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, supplicantDir: supplicantDir(g.stateDir)}
+}
+
+// supplicantDir is where a state directory keeps its wpa_supplicants.
+func supplicantDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Join(stateDir, "supplicant")
 }
 
 func checkpointNode(rec *apply.Checkpoint) nodeAddr {
@@ -25,7 +37,7 @@ func checkpointNode(rec *apply.Checkpoint) nodeAddr {
 
 // openKernel opens the kernel backend for a node.
 func openKernel(ctx context.Context, n nodeAddr) (*kernel.Backend, error) {
-	b, err := kernel.Open(ctx, kernel.Options{NetNS: n.netns, ResolvConf: n.resolvConf, UTSNS: n.utsNS})
+	b, err := kernel.Open(ctx, kernel.Options{NetNS: n.netns, ResolvConf: n.resolvConf, UTSNS: n.utsNS, SupplicantDir: n.supplicantDir})
 	if err != nil {
 		return nil, fmt.Errorf("opening the node: %w", err)
 	}
@@ -44,6 +56,9 @@ type runtimeNode interface {
 // or stop DHCP/autoconf like the service does. warn receives the runtime's
 // warnings (e.g. that nothing renews a one-off lease).
 func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) (runtimeNode, func(), error) {
+	if n.supplicantDir == "" {
+		n.supplicantDir = supplicantDir(stateDir)
+	}
 	kb, err := openKernel(ctx, n)
 	if err != nil {
 		return nil, nil, err

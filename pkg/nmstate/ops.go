@@ -433,9 +433,14 @@ func opWriteLinkAttrs(b *strings.Builder, ifc *Interface, typ string) {
 	if sec.Ethtool != nil {
 		opWriteTree(b, sec.Ethtool, []string{"ethtool"})
 	}
+	if sec.IEEE8021X != nil {
+		// The plan's text reaches logs and enactments: no secrets in it.
+		hidden := HideSecrets(&State{Interfaces: []Interface{{IEEE8021X: sec.IEEE8021X}}})
+		opWriteTree(b, hidden.Interfaces[0].IEEE8021X, []string{"802.1x"})
+	}
 	if typ != "" {
 		var t strings.Builder
-		sec.Ethernet, sec.Ethtool = nil, nil
+		sec.Ethernet, sec.Ethtool, sec.IEEE8021X = nil, nil, nil
 		opWriteTypeSection(&t, &sec)
 		if t.Len() > 0 {
 			b.WriteString(" type ")
@@ -491,7 +496,7 @@ func opWriteTypeSection(b *strings.Builder, sec *Interface) {
 // LinkSetController) and base interfaces (printed as `link BASE`).
 func opLinkSection(ifc *Interface) Interface {
 	s := Interface{
-		Ethernet: ifc.Ethernet, Ethtool: ifc.Ethtool, Veth: ifc.Veth,
+		Ethernet: ifc.Ethernet, Ethtool: ifc.Ethtool, Veth: ifc.Veth, IEEE8021X: ifc.IEEE8021X,
 		Team: ifc.Team, OVSBridge: ifc.OVSBridge, HSR: ifc.HSR,
 		Patch: ifc.Patch, DPDK: ifc.DPDK, VRF: ifc.VRF,
 	}

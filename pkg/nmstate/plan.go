@@ -780,7 +780,7 @@ func planLinkDiff(t, c *Interface) (Interface, bool) {
 	}
 	if ch {
 		sec := dv.Interface().(Interface)
-		d.Ethernet, d.Ethtool = sec.Ethernet, sec.Ethtool
+		d.Ethernet, d.Ethtool, d.IEEE8021X = sec.Ethernet, sec.Ethtool, sec.IEEE8021X
 		d.LinkAggregation, d.LinuxBridge, d.VLAN, d.MacVlan, d.MacVtap = sec.LinkAggregation, sec.LinuxBridge, sec.VLAN, sec.MacVlan, sec.MacVtap
 		d.Team, d.OVSBridge, d.Patch, d.DPDK = sec.Team, sec.OVSBridge, sec.Patch, sec.DPDK
 		changed = true

@@ -28,8 +28,8 @@ type fileSupport struct {
 	scenarios []string
 	needs     []string
 	reason    string // "" when supported
-	// nic is set when every scenario of the file needs a NIC kind the
-	// lab's nodes do not have (so test/e2e does not run it).
+	// nic is set when no scenario of the file runs through the handler:
+	// why (a NIC kind the lab's nodes do not have, a daemon).
 	nic string
 }
 
@@ -52,8 +52,8 @@ func classify() []fileSupport {
 		for _, f := range s.Steps {
 			fs := get(f)
 			if fs.lane == -1 {
-				fs.nic = s.NIC
-			} else if s.NIC == "" {
+				fs.nic = s.HandlerSkip()
+			} else if s.HandlerSkip() == "" {
 				fs.nic = ""
 			}
 			if fs.lane == -1 || s.Lane < fs.lane {
@@ -101,7 +101,7 @@ func contains(l []string, s string) bool {
 // host scenarios on both lab modes, qemu lane scenarios in guest mode.
 func throughHandler(l Lane, nic string) string {
 	if nic != "" {
-		return "no: eth1 is a " + nic + " NIC, the lab's NICs are veths"
+		return "no: " + nic
 	}
 	if l == HostLane {
 		return "yes: `lab` and `lab --kernel debian`"

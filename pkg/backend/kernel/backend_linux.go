@@ -28,6 +28,10 @@ type Options struct {
 	// hostname is reported and set; "" = hostname neither reported nor
 	// settable.
 	UTSNS string
+	// SupplicantDir holds the wpa_supplicant configurations, pid files
+	// and control sockets of interfaces with an 802.1x section (see
+	// supplicant_linux.go); "" = 802.1x is neither reported nor settable.
+	SupplicantDir string
 }
 
 // Backend is an open view of one network namespace. Its methods may be

@@ -55,7 +55,11 @@
 // ethtool (features, rings, coalescing, pause) goes over the ethtool
 // generic netlink family on a socket opened in the namespace
 // (ethtool_linux.go); Show reports it for ethernet NICs and veths, with
-// the changeable features only, as upstream does.
+// the changeable features only, as upstream does. 802.1x runs Debian's
+// wpa_supplicant (wired driver) per interface in the namespace, with its
+// configuration, pid file and control sockets under
+// Options.SupplicantDir; the applied section kept there is what Show
+// reports (supplicant_linux.go).
 //
 // Execute resolves interface names from one link dump per call (a cache
 // that follows its own creates and deletes and trusts only a link's

@@ -66,7 +66,10 @@ func (ex *executor) run(op nmstate.Op) error {
 	b := ex.b
 	switch o := op.(type) {
 	case nmstate.LinkDelete:
-		return ex.linkDelete(o.Name)
+		if err := ex.linkDelete(o.Name); err != nil {
+			return err
+		}
+		return ex.b.removeIEEE8021X(o.Name)
 	case nmstate.LinkCreate:
 		return ex.linkCreate(o.Iface)
 	case nmstate.LinkModify:

@@ -159,7 +159,7 @@ func (b *Backend) addVeth(v *netlink.Veth) error {
 // refuse) for ifc.
 func hasLinkSettings(ifc nmstate.Interface) bool {
 	return ifc.MTU != nil || ifc.MACAddress != nil || ifc.AcceptAllMAC != nil || ifc.Description != nil || ifc.AltNames != nil ||
-		ifc.Ethernet != nil || ifc.Ethtool != nil || ifc.LinuxBridge != nil || ifc.LinkAggregation != nil ||
+		ifc.Ethernet != nil || ifc.Ethtool != nil || ifc.IEEE8021X != nil || ifc.LinuxBridge != nil || ifc.LinkAggregation != nil ||
 		ifc.VLAN != nil || ifc.MacVlan != nil || ifc.MacVtap != nil ||
 		(ifc.VXLAN != nil && ifc.VXLAN.Learning != nil) || (ifc.IPVlan != nil && ifc.IPVlan.Mode != nil)
 }
@@ -379,6 +379,11 @@ func (ex *executor) linkModify(ifc nmstate.Interface) error {
 	}
 	if e := ifc.Ethtool; e != nil && (e.Pause != nil || len(e.Feature) > 0 || e.Coalesce != nil || e.Ring != nil) {
 		if err := b.setEthtool(ifc.Name, a.Index, e); err != nil {
+			return err
+		}
+	}
+	if ifc.IEEE8021X != nil {
+		if err := b.setIEEE8021X(ifc.Name, ifc.IEEE8021X); err != nil {
 			return err
 		}
 	}

@@ -86,6 +86,9 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 			// Ethernet NICs and veths, as upstream reports them; other
 			// types have features too, but nothing configures them.
 			ifc.Ethtool = ed.info[kl.attrs().Index].section()
+			if ifc.IEEE8021X, err = b.readIEEE8021X(ifc.Name); err != nil {
+				return nil, err
+			}
 		}
 		// Ports too: a port's disabled IP is what the kernel holds, and
 		// reporting it keeps "plan again" empty after an apply.

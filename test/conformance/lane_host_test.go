@@ -1,0 +1,6 @@
+//go:build !qemu
+
+package conformance
+
+// inQemuGuest: see lane_qemu_test.go.
+const inQemuGuest = false
