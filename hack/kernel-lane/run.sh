@@ -63,7 +63,7 @@ trap 'echo "kernel-lane: error: command failed at line $LINENO: $BASH_COMMAND" >
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-for tool in qemu-system-x86_64 go /bin/busybox; do
+for tool in qemu-system-x86_64 go /bin/busybox /usr/sbin/wpa_supplicant; do
 	command -v "$tool" >/dev/null || die "$tool not found; run make setup"
 done
 
@@ -118,11 +118,12 @@ log "built ${#pkgs[@]} test binaries: ${pkgs[*]} ($(elapsed)s)"
 
 # Modules: each listed one with its dependencies (modules.dep, soft
 # dependencies), in modprobe's load order, uncompressed, listed in
-# /etc/lane/modules.
+# /etc/lane/modules. wpa_supplicant (with its libraries) is the kernel
+# backend's supplicant for 802.1X and MACsec MKA.
 initrd=$work/initrd.cpio
 go run ./hack/initramfs -out "$initrd" -kernel-dir "$kdir" -modules "$lane/modules" \
 	-module-dir /lib/modules -module-list /etc/lane/modules \
-	-host-path /bin/busybox -tree "$root" </dev/null
+	-host-path /bin/busybox -program /usr/sbin/wpa_supplicant -tree "$root" </dev/null
 log "initramfs $(du -h "$initrd" | cut -f1) ($(elapsed)s)"
 
 # ---- 3. boot ----------------------------------------------------------------

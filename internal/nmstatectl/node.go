@@ -17,10 +17,27 @@ type nodeAddr struct {
 	// supplicantDir is the wpa_supplicant directory of 802.1x
 	// interfaces: "supplicant" under the state directory.
 	supplicantDir string
+	// hostnameFile is the static hostname, "hostname" under the state
+	// directory, when the hostname is managed (a UTS namespace).
+	hostnameFile string
 }
 
 func (g *globalOptions) node() nodeAddr {
-	return nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, supplicantDir: supplicantDir(g.stateDir)}
+	n := nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS}
+	n.setStateDir(g.stateDir)
+	return n
+}
+
+// setStateDir derives the files the node keeps in its state directory
+// (those not set yet): the same for nmstatectl's verbs and its service,
+// and the handler uses the service's (its --runtime-state-dir).
+func (n *nodeAddr) setStateDir(stateDir string) {
+	if n.supplicantDir == "" {
+		n.supplicantDir = supplicantDir(stateDir)
+	}
+	if n.hostnameFile == "" && n.utsNS != "" && stateDir != "" {
+		n.hostnameFile = filepath.Join(stateDir, "hostname")
+	}
 }
 
 // supplicantDir is where a state directory keeps its wpa_supplicants.
@@ -37,7 +54,7 @@ func checkpointNode(rec *apply.Checkpoint) nodeAddr {
 
 // openKernel opens the kernel backend for a node.
 func openKernel(ctx context.Context, n nodeAddr) (*kernel.Backend, error) {
-	b, err := kernel.Open(ctx, kernel.Options{NetNS: n.netns, ResolvConf: n.resolvConf, UTSNS: n.utsNS, SupplicantDir: n.supplicantDir})
+	b, err := kernel.Open(ctx, kernel.Options{NetNS: n.netns, ResolvConf: n.resolvConf, UTSNS: n.utsNS, SupplicantDir: n.supplicantDir, HostnameFile: n.hostnameFile})
 	if err != nil {
 		return nil, fmt.Errorf("opening the node: %w", err)
 	}
@@ -56,9 +73,7 @@ type runtimeNode interface {
 // or stop DHCP/autoconf like the service does. warn receives the runtime's
 // warnings (e.g. that nothing renews a one-off lease).
 func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) (runtimeNode, func(), error) {
-	if n.supplicantDir == "" {
-		n.supplicantDir = supplicantDir(stateDir)
-	}
+	n.setStateDir(stateDir)
 	kb, err := openKernel(ctx, n)
 	if err != nil {
 		return nil, nil, err

@@ -206,6 +206,11 @@ type HostnameSet struct {
 	Name string
 }
 
+// HostnameDynamic clears the static hostname (`hostname.config: ""`): the
+// running hostname is then the one DHCP hands out. The running hostname
+// itself is left as it is until a lease names one.
+type HostnameDynamic struct{}
+
 func (LinkDelete) isOp()          {}
 func (LinkCreate) isOp()          {}
 func (LinkModify) isOp()          {}
@@ -223,6 +228,7 @@ func (RuleAdd) isOp()             {}
 func (RuleDelete) isOp()          {}
 func (DNSWrite) isOp()            {}
 func (HostnameSet) isOp()         {}
+func (HostnameDynamic) isOp()     {}
 
 // String: `link delete br0 type linux-bridge`.
 func (o LinkDelete) String() string {
@@ -392,6 +398,9 @@ func (o DNSWrite) String() string {
 // String: `hostname set node1`.
 func (o HostnameSet) String() string { return "hostname set " + o.Name }
 
+// String: `hostname dynamic`.
+func (HostnameDynamic) String() string { return "hostname dynamic" }
+
 // opWriteLinkAttrs appends the link-level attributes of ifc that are set
 // (mtu, address, promisc, alias, ethernet, ethtool) and then its type
 // section flattened to `key value` pairs, leaving out what other
@@ -483,7 +492,9 @@ func opWriteTypeSection(b *strings.Builder, sec *Interface) {
 	case sec.HSR != nil:
 		opWriteTree(b, sec.HSR, nil)
 	case sec.MACsec != nil:
-		opWriteTree(b, sec.MACsec, nil)
+		// The plan's text reaches logs and enactments: no CAK in it.
+		hidden := HideSecrets(&State{Interfaces: []Interface{{MACsec: sec.MACsec}}})
+		opWriteTree(b, hidden.Interfaces[0].MACsec, nil)
 	case sec.Patch != nil:
 		opWriteTree(b, sec.Patch, []string{"patch"})
 	case sec.DPDK != nil:

@@ -1316,6 +1316,13 @@ func (p *planner) hostnameDNS() {
 		if want != "" && want != cur {
 			p.add(HostnameSet{Name: want})
 		}
+		// config "": no static hostname. Only the empty config needs an
+		// operation of its own; a named one is HostnameSet's.
+		if h.Config != nil && *h.Config == "" {
+			if ch := p.m.Current.Hostname; ch == nil || ch.Config == nil || *ch.Config != "" {
+				p.add(HostnameDynamic{})
+			}
+		}
 	}
 	if d := p.m.DNS; d != nil {
 		var cur DNSConfig

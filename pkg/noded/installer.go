@@ -32,4 +32,7 @@ type Installer interface {
 	SetSysctl(ctx context.Context, s Sysctl) error
 	// FlushAutoconf removes the addresses SLAAC made on an interface.
 	FlushAutoconf(ctx context.Context, iface string) error
+	// SetDHCPHostname makes name, from a lease, the running hostname if
+	// the node's static hostname is empty, and reports whether it did.
+	SetDHCPHostname(ctx context.Context, name string) (bool, error)
 }

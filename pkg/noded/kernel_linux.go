@@ -57,3 +57,7 @@ func (k KernelInstaller) SetSysctl(_ context.Context, s Sysctl) error {
 func (k KernelInstaller) FlushAutoconf(_ context.Context, iface string) error {
 	return k.B.DeleteAutoconfAddresses(iface)
 }
+
+func (k KernelInstaller) SetDHCPHostname(_ context.Context, name string) (bool, error) {
+	return k.B.SetDHCPHostname(name)
+}

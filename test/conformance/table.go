@@ -45,10 +45,6 @@ type Scenario struct {
 	// (NICNetdevsim). test/e2e skips such scenarios: the lab's NICs are
 	// veths.
 	NIC string
-	// Programs names programs of this machine the scenario runs (the
-	// qemu lane's guest has only busybox, so it runs the scenario on the
-	// host only).
-	Programs []string
 	// NoHandler, when set, says why test/e2e does not run the scenario
 	// through the handler (the support matrix prints it).
 	NoHandler string
@@ -83,11 +79,13 @@ var Scenarios = []Scenario{
 	{Name: "route", Steps: []string{"eth1_add_route.yml", "eth1_del_all_routes.yml"}, Lane: HostLane, Needs: "routes (source, locked cwnd, blackhole)"},
 	{Name: "route-rule", Steps: []string{"eth1_add_route_rule.yml", "eth1_del_all_route_rules.yml"}, Lane: HostLane, Needs: "policy routing (FIB rules)"},
 	{Name: "static-hostname", Steps: []string{"static_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace"},
+	// The hostname from DHCP: pkg/noded's TestDHCPHostnameWhenConfigEmpty.
+	{Name: "dynamic-hostname", Steps: []string{"static_hostname.yml", "dynamic_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace, static hostname file (the node runtime sets the DHCP hostname)"},
 	// The supplicant runs without an authenticator here (the examples'
 	// certificates do not exist); ieee8021x_linux_test.go authenticates
 	// both against hostapd.
-	{Name: "802.1x-tls", Steps: []string{"eth1_with_ieee_802_1x.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", Programs: []string{"wpa_supplicant"}, NoHandler: why8021xLab},
-	{Name: "802.1x-peap", Steps: []string{"eth1_with_ieee_802_1x_peap.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", Programs: []string{"wpa_supplicant"}, NoHandler: why8021xLab},
+	{Name: "802.1x-tls", Steps: []string{"eth1_with_ieee_802_1x.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab},
+	{Name: "802.1x-peap", Steps: []string{"eth1_with_ieee_802_1x_peap.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab},
 
 	{Name: "linux-bridge-port-vlan", Steps: []string{"linuxbrige_eth1_up_port_vlan.yml", "linuxbrige_eth1_absent.yml"}, Lane: QemuLane, Needs: "bridge VLAN filtering"},
 	{Name: "ipvlan", Steps: []string{"ipvlan_create.yml", "ipvlan_absent.yml"}, Lane: QemuLane, Needs: "ipvlan"},
@@ -97,6 +95,9 @@ var Scenarios = []Scenario{
 	{Name: "bond", Steps: []string{"bond_port_up.yml", "bond_port_absent.yml"}, Lane: QemuLane, Needs: "bonding (per-port queue_id, prio)"},
 	{Name: "hsr", Steps: []string{"hsr0_up.yml", "hsr0_absent.yml"}, Lane: QemuLane, Needs: "hsr (PRP; module built by hack/kernel-lane/extmod.sh)"},
 	{Name: "sr-iov", Steps: []string{"eth1_with_sriov.yml"}, Lane: QemuLane, NIC: NICNetdevsim, Needs: "SR-IOV VFs (netdevsim, built by hack/kernel-lane/extmod.sh)"},
+	// MKA runs (wpa_supplicant, driver macsec_linux) without a peer here;
+	// macsec_qemu_test.go secures traffic with one.
+	{Name: "macsec", Steps: []string{"macsec0_up.yml", "macsec0_absent.yml"}, Lane: QemuLane, Needs: "macsec; MKA by wpa_supplicant (macsec_linux driver)", NoHandler: whyMKALab},
 	{Name: "bond-bridge-vlan", Steps: []string{"bond_linuxbridge_vlan_up.yml", "bond_linuxbridge_vlan_absent.yml"}, Lane: QemuLane, Needs: "bonding, bridge, 8021q"},
 }
 
@@ -104,10 +105,9 @@ var Scenarios = []Scenario{
 const (
 	whyOVS        = "Open vSwitch: the kernel engine has no OVS database client (ovs-bridge, ovs-interface, ovs-db are NetworkManager/OVSDB features)"
 	why8021xLab   = "the lab's handlers run without a supplicant directory (a wpa_supplicant they start would outlive lab down)"
+	whyMKALab     = why8021xLab
 	whyInfiniBand = "InfiniBand IPoIB pkey children need InfiniBand hardware (base mlx5_ib0)"
 	whyIPsec      = "IPsec connections are Libreswan (pluto) configuration, not kernel links; the kernel engine has no IKE daemon"
-	whyMACsec     = "MACsec with MKA needs an MKA daemon (wpa_supplicant) and a peer with the same CAK/CKN; the kernel backend does not create macsec links"
-	whyDynHost    = "hostname config \"\" means a hostname from DHCP or the hostname daemon; kernel mode has no dynamic hostname source"
 )
 
 // Unsupported gives, per example file not covered by a scenario, why.
@@ -116,8 +116,6 @@ var Unsupported = map[string]string{
 	"infiniband_pkey_ipoib_delete.yml": whyInfiniBand,
 	"ipsec_psk.yml":                    whyIPsec,
 	"ipsec_x509.yml":                   whyIPsec,
-	"macsec0_up.yml":                   whyMACsec,
-	"macsec0_absent.yml":               whyMACsec,
 	"ovsbridge_bond_create.yml":        whyOVS,
 	"ovsbridge_create.yml":             whyOVS,
 	"ovsbridge_delete.yml":             whyOVS,
@@ -126,5 +124,4 @@ var Unsupported = map[string]string{
 	"ovsbridge_patch_create.yml":       whyOVS,
 	"ovsbridge_patch_delete.yml":       whyOVS,
 	"ovsbridge_vlan_port.yml":          whyOVS,
-	"dynamic_hostname.yml":             whyDynHost,
 }

@@ -32,6 +32,10 @@ type Options struct {
 	// and control sockets of interfaces with an 802.1x section (see
 	// supplicant_linux.go); "" = 802.1x is neither reported nor settable.
 	SupplicantDir string
+	// HostnameFile is the static hostname (as /etc/hostname), with UTSNS;
+	// "" = the running hostname is the configured one and `config: ""`
+	// is not supported (see hostname_linux.go).
+	HostnameFile string
 }
 
 // Backend is an open view of one network namespace. Its methods may be

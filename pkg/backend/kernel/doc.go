@@ -59,7 +59,11 @@
 // wpa_supplicant (wired driver) per interface in the namespace, with its
 // configuration, pid file and control sockets under
 // Options.SupplicantDir; the applied section kept there is what Show
-// reports (supplicant_linux.go).
+// reports (supplicant_linux.go). MACsec links are created with a raw
+// request; MKA runs the same way, wpa_supplicant with driver macsec_linux
+// on the base interface (macsec_linux.go). Options.HostnameFile is the
+// static hostname: `config: ""` empties it and the node runtime takes the
+// DHCP host name (hostname_linux.go, SetDHCPHostname).
 //
 // Execute resolves interface names from one link dump per call (a cache
 // that follows its own creates and deletes and trusts only a link's

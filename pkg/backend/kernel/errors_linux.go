@@ -54,6 +54,7 @@ var featureModules = map[nmstate.InterfaceType][2]string{
 	nmstate.TypeVeth:         {"veth", "veth"},
 	nmstate.TypeLinuxBridge:  {"bridge", "bridge"},
 	nmstate.TypeHSR:          {"hsr", "hsr"},
+	nmstate.TypeMACsec:       {"macsec", "macsec"},
 }
 
 // isMissingFeature recognises the kernel's answers to a link kind (or an

@@ -69,7 +69,7 @@ func (ex *executor) run(op nmstate.Op) error {
 		if err := ex.linkDelete(o.Name); err != nil {
 			return err
 		}
-		return ex.b.removeIEEE8021X(o.Name)
+		return ex.b.removeSupplicant(o.Name)
 	case nmstate.LinkCreate:
 		return ex.linkCreate(o.Iface)
 	case nmstate.LinkModify:
@@ -108,6 +108,8 @@ func (ex *executor) run(op nmstate.Op) error {
 			return notSupported("no UTS namespace configured for this backend")
 		}
 		return classify(b.setHostname(o.Name))
+	case nmstate.HostnameDynamic:
+		return classify(b.setHostnameDynamic())
 	}
 	return &kernelError{kind: nmstate.Bug, msg: fmt.Sprintf("unknown operation %T", op)}
 }

@@ -27,6 +27,7 @@ var typeKinds = map[nmstate.InterfaceType]string{
 	nmstate.TypeVRF:         "vrf",
 	nmstate.TypeTeam:        "team",
 	nmstate.TypeHSR:         "hsr",
+	nmstate.TypeMACsec:      "macsec",
 }
 
 // linkDelete deletes a virtual link; a link already gone is success.
@@ -64,12 +65,16 @@ func (ex *executor) linkCreate(ifc nmstate.Interface) error {
 	if _, ok := typeKinds[ifc.Type]; !ok {
 		return notSupported("creating interfaces of type %s is not supported by the kernel backend", ifc.Type)
 	}
-	if ifc.Type == nmstate.TypeHSR {
-		if err := ex.addHSR(ifc); err != nil {
+	if ifc.Type == nmstate.TypeHSR || ifc.Type == nmstate.TypeMACsec {
+		add := ex.addHSR
+		if ifc.Type == nmstate.TypeMACsec {
+			add = ex.addMACsec
+		}
+		if err := add(ifc); err != nil {
 			return linkCreateError(ifc.Name, ifc.Type, err)
 		}
 		rest := ifc
-		rest.MACAddress, rest.HSR = nil, nil
+		rest.MACAddress, rest.HSR, rest.MACsec = nil, nil, nil
 		if !hasLinkSettings(rest) {
 			return nil
 		}

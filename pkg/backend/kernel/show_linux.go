@@ -90,6 +90,11 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 				return nil, err
 			}
 		}
+		if ifc.Type == nmstate.TypeMACsec {
+			if err := b.readMKA(ifc.Name, ifc.MACsec); err != nil {
+				return nil, err
+			}
+		}
 		// Ports too: a port's disabled IP is what the kernel holds, and
 		// reporting it keeps "plan again" empty after an apply.
 		ifc.IPv4, ifc.IPv6 = ipConfigs(kl, addrs[kl.attrs().Index])

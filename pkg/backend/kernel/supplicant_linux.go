@@ -66,7 +66,7 @@ func (b *Backend) readIEEE8021X(name string) (*nmstate.IEEE8021X, error) {
 // setIEEE8021X overlays the given keys on name's applied section, writes
 // the supplicant's configuration and (re)starts it.
 func (b *Backend) setIEEE8021X(name string, want *nmstate.IEEE8021X) error {
-	if b.supplicantPath(name, ".json") == "" {
+	if b.supplicantPath(name, ".json") == "" || name == "ctrl" {
 		return notSupported("%s: 802.1x needs a supplicant directory (the backend was opened without one)", name)
 	}
 	if _, err := os.Stat(wpaSupplicant); err != nil {
@@ -100,7 +100,7 @@ func (b *Backend) setIEEE8021X(name string, want *nmstate.IEEE8021X) error {
 	if err := b.stopSupplicant(name); err != nil {
 		return err
 	}
-	if err := b.startSupplicant(name); err != nil {
+	if err := b.startSupplicant(name, "wired", name); err != nil {
 		return err
 	}
 	return writeFileAtomic(b.supplicantPath(name, ".json"), data)
@@ -174,10 +174,11 @@ func wpaConf(ctrl string, x *nmstate.IEEE8021X) (string, error) {
 	return b.String(), nil
 }
 
-// startSupplicant starts wpa_supplicant for name in the namespace; -B
-// returns once it daemonized, having written its pid file.
-func (b *Backend) startSupplicant(name string) error {
-	args := []string{"-B", "-D", "wired", "-i", name,
+// startSupplicant starts the wpa_supplicant of name (its files) with
+// driver on iface, in the namespace; -B returns once it daemonized,
+// having written its pid file.
+func (b *Backend) startSupplicant(name, driver, iface string) error {
+	args := []string{"-B", "-D", driver, "-i", iface,
 		"-c", b.supplicantPath(name, ".conf"), "-P", b.supplicantPath(name, ".pid"),
 		"-f", b.supplicantPath(name, ".log")}
 	var out []byte
@@ -188,7 +189,7 @@ func (b *Backend) startSupplicant(name string) error {
 		return err
 	})
 	if err != nil {
-		return &kernelError{kind: nmstate.Backend, msg: fmt.Sprintf("starting wpa_supplicant on %s: %s", name, strings.TrimSpace(string(out))), err: err}
+		return &kernelError{kind: nmstate.Backend, msg: fmt.Sprintf("starting wpa_supplicant for %s on %s: %s", name, iface, strings.TrimSpace(string(out))), err: err}
 	}
 	return nil
 }
@@ -228,9 +229,9 @@ func (b *Backend) stopSupplicant(name string) error {
 	return nil
 }
 
-// removeIEEE8021X stops name's supplicant and forgets its section (the
-// interface was deleted).
-func (b *Backend) removeIEEE8021X(name string) error {
+// removeSupplicant stops name's supplicant and forgets its section or
+// keys (the interface was deleted).
+func (b *Backend) removeSupplicant(name string) error {
 	if b.supplicantPath(name, ".json") == "" {
 		return nil
 	}

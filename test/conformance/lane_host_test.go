@@ -1,6 +1,0 @@
-//go:build !qemu
-
-package conformance
-
-// inQemuGuest: see lane_qemu_test.go.
-const inQemuGuest = false
