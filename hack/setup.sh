@@ -15,6 +15,8 @@ packages+=(gcc make libc6-dev)
 # 802.1X: wpa_supplicant is the kernel backend's supplicant; hostapd (with
 # hostapd_cli) and openssl make the authenticator of its tests.
 packages+=(wpasupplicant hostapd openssl)
+# LLDP: Debian's lldpd is the switch the node runtime hears in tests.
+packages+=(lldpd)
 
 # kubectl drives make demo and test/e2e; Debian's kubernetes-client when absent.
 if ! command -v kubectl >/dev/null; then

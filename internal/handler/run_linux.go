@@ -59,6 +59,10 @@ func run(ctx context.Context, opts Options) error {
 		// the hostname from DHCP when this one is empty.
 		kopts.HostnameFile = filepath.Join(opts.RuntimeStateDir, "hostname")
 	}
+	if opts.RuntimeStateDir != "" {
+		// The node runtime receives LLDP on the interfaces marked there.
+		kopts.LLDPDir = filepath.Join(opts.RuntimeStateDir, "lldp")
+	}
 	b, err := kernel.Open(ctx, kopts)
 	if err != nil {
 		return fmt.Errorf("handler %s: %w", opts.Node, err)

@@ -389,6 +389,10 @@ func (s *supervisor) newSwitch(ctx context.Context, nodes []NodeState, teardown 
 		NodeNamespaces: true,
 		Records:        map[string]netip.Addr{apiHost: lanPrefix.Addr(), registryName + ".lab.example": lanPrefix.Addr()},
 		DnsmasqExtra:   extra,
+		// The switch announces itself over LLDP (lldpd), so lldp.enabled
+		// on a node's NIC lists it as neighbour. Not in the guest: it has
+		// no lldpd (nor its privilege-separation user).
+		LLDP: o.Kernel == "",
 		// The NICs are born unconfigured: no SLAAC from the switch's router
 		// advertisements. eth0, the primary NIC, accepts them (addNode).
 		NodeSysctls: map[string]string{

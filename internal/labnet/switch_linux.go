@@ -54,6 +54,10 @@ type Options struct {
 	// Dir is where the switch's temporary directory is created; default
 	// os.TempDir().
 	Dir string
+	// LLDP runs Debian's lldpd in the switch namespace, announcing the
+	// switch as LLDPSystemName on every node port (tx interval 5s), its
+	// control socket in the switch's directory.
+	LLDP bool
 	// NodeNamespaces gives every node a mount namespace in which
 	// /etc/resolv.conf is the node's own resolv.conf, and a UTS namespace
 	// whose hostname is the node's name (Node.MountNS, Node.UTSNS).
@@ -165,6 +169,9 @@ type Switch struct {
 	cfg     dnsmasqConfig
 	dnsmasq *exec.Cmd
 	exited  chan struct{} // closed when dnsmasq has been reaped
+	lldpd   *exec.Cmd
+	lldpEnd chan struct{} // closed when lldpd has been reaped
+	lldpDir string        // lldpd's socket and log
 
 	mu    sync.Mutex
 	nodes []*Node
@@ -238,6 +245,11 @@ func NewSwitch(ctx context.Context, opts Options) (_ *Switch, err error) {
 	}
 	if err := s.startDnsmasq(ctx); err != nil {
 		return nil, err
+	}
+	if opts.LLDP {
+		if err := s.startLLDP(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -459,6 +471,20 @@ func (s *Switch) AddNode(name string, nics ...string) (_ *Node, err error) {
 // partially built switch.
 func (s *Switch) Close() error {
 	var errs []error
+	if s.lldpd != nil && s.lldpd.Process != nil {
+		_ = s.lldpd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.lldpEnd:
+		case <-time.After(5 * time.Second):
+			_ = s.lldpd.Process.Kill()
+			<-s.lldpEnd
+		}
+	}
+	if s.lldpDir != "" {
+		if err := os.RemoveAll(s.lldpDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.dnsmasq != nil && s.dnsmasq.Process != nil {
 		select {
 		case <-s.exited:

@@ -20,6 +20,9 @@ type nodeAddr struct {
 	// hostnameFile is the static hostname, "hostname" under the state
 	// directory, when the hostname is managed (a UTS namespace).
 	hostnameFile string
+	// lldpDir keeps lldp.enabled and the neighbours the node runtime
+	// heard: "lldp" under the state directory.
+	lldpDir string
 }
 
 func (g *globalOptions) node() nodeAddr {
@@ -34,6 +37,9 @@ func (g *globalOptions) node() nodeAddr {
 func (n *nodeAddr) setStateDir(stateDir string) {
 	if n.supplicantDir == "" {
 		n.supplicantDir = supplicantDir(stateDir)
+	}
+	if n.lldpDir == "" && stateDir != "" {
+		n.lldpDir = filepath.Join(stateDir, "lldp")
 	}
 	if n.hostnameFile == "" && n.utsNS != "" && stateDir != "" {
 		n.hostnameFile = filepath.Join(stateDir, "hostname")
@@ -54,7 +60,7 @@ func checkpointNode(rec *apply.Checkpoint) nodeAddr {
 
 // openKernel opens the kernel backend for a node.
 func openKernel(ctx context.Context, n nodeAddr) (*kernel.Backend, error) {
-	b, err := kernel.Open(ctx, kernel.Options{NetNS: n.netns, ResolvConf: n.resolvConf, UTSNS: n.utsNS, SupplicantDir: n.supplicantDir, HostnameFile: n.hostnameFile})
+	b, err := kernel.Open(ctx, kernel.Options{NetNS: n.netns, ResolvConf: n.resolvConf, UTSNS: n.utsNS, SupplicantDir: n.supplicantDir, HostnameFile: n.hostnameFile, LLDPDir: n.lldpDir})
 	if err != nil {
 		return nil, fmt.Errorf("opening the node: %w", err)
 	}

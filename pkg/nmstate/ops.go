@@ -447,9 +447,13 @@ func opWriteLinkAttrs(b *strings.Builder, ifc *Interface, typ string) {
 		hidden := HideSecrets(&State{Interfaces: []Interface{{IEEE8021X: sec.IEEE8021X}}})
 		opWriteTree(b, hidden.Interfaces[0].IEEE8021X, []string{"802.1x"})
 	}
+	if sec.LLDP != nil && sec.LLDP.Enabled != nil {
+		b.WriteString(" lldp ")
+		b.WriteString(opOnOff(*sec.LLDP.Enabled))
+	}
 	if typ != "" {
 		var t strings.Builder
-		sec.Ethernet, sec.Ethtool, sec.IEEE8021X = nil, nil, nil
+		sec.Ethernet, sec.Ethtool, sec.IEEE8021X, sec.LLDP = nil, nil, nil, nil
 		opWriteTypeSection(&t, &sec)
 		if t.Len() > 0 {
 			b.WriteString(" type ")
@@ -507,7 +511,7 @@ func opWriteTypeSection(b *strings.Builder, sec *Interface) {
 // LinkSetController) and base interfaces (printed as `link BASE`).
 func opLinkSection(ifc *Interface) Interface {
 	s := Interface{
-		Ethernet: ifc.Ethernet, Ethtool: ifc.Ethtool, Veth: ifc.Veth, IEEE8021X: ifc.IEEE8021X,
+		Ethernet: ifc.Ethernet, Ethtool: ifc.Ethtool, Veth: ifc.Veth, IEEE8021X: ifc.IEEE8021X, LLDP: ifc.LLDP,
 		Team: ifc.Team, OVSBridge: ifc.OVSBridge, HSR: ifc.HSR,
 		Patch: ifc.Patch, DPDK: ifc.DPDK, VRF: ifc.VRF,
 	}

@@ -758,6 +758,10 @@ func planLinkDiff(t, c *Interface) (Interface, bool) {
 			s.LinkAggregation.PortsConfig = nil
 		}
 		s.VXLAN, s.IPVlan, s.VRF, s.Veth = nil, nil, nil, nil
+		if s.LLDP != nil {
+			// Neighbours are reported, not configured.
+			s.LLDP = &LLDP{Enabled: s.LLDP.Enabled}
+		}
 		s.InfiniBand, s.MACsec, s.HSR = nil, nil, nil
 	}
 	// VFs are matched by id: only target VFs that differ from the
@@ -780,7 +784,7 @@ func planLinkDiff(t, c *Interface) (Interface, bool) {
 	}
 	if ch {
 		sec := dv.Interface().(Interface)
-		d.Ethernet, d.Ethtool, d.IEEE8021X = sec.Ethernet, sec.Ethtool, sec.IEEE8021X
+		d.Ethernet, d.Ethtool, d.IEEE8021X, d.LLDP = sec.Ethernet, sec.Ethtool, sec.IEEE8021X, sec.LLDP
 		d.LinkAggregation, d.LinuxBridge, d.VLAN, d.MacVlan, d.MacVtap = sec.LinkAggregation, sec.LinuxBridge, sec.VLAN, sec.MacVlan, sec.MacVtap
 		d.Team, d.OVSBridge, d.Patch, d.DPDK = sec.Team, sec.OVSBridge, sec.Patch, sec.DPDK
 		changed = true
@@ -1309,11 +1313,18 @@ func (p *planner) hostnameDNS() {
 		case h.Config != nil:
 			want = *h.Config
 		}
-		cur := ""
-		if ch := p.m.Current.Hostname; ch != nil && ch.Running != nil {
-			cur = *ch.Running
+		cur, curConfig := "", ""
+		if ch := p.m.Current.Hostname; ch != nil {
+			if ch.Running != nil {
+				cur = *ch.Running
+			}
+			if ch.Config != nil {
+				curConfig = *ch.Config
+			}
 		}
-		if want != "" && want != cur {
+		// A named config also when only the static hostname differs
+		// (running already is that name, e.g. from DHCP).
+		if want != "" && (want != cur || h.Config != nil && *h.Config != "" && *h.Config != curConfig) {
 			p.add(HostnameSet{Name: want})
 		}
 		// config "": no static hostname. Only the empty config needs an

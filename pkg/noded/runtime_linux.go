@@ -519,6 +519,15 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.readyOnce.Do(func() { close(r.ready) })
 	poll := time.NewTicker(r.opts.PollInterval)
 	defer poll.Stop()
+	lldpCtx, stopLLDP := context.WithCancel(ctx)
+	lldpDone := make(chan struct{})
+	go func() {
+		defer close(lldpDone)
+		if lock := r.opts.Installer.LLDPLock(); lock != "" {
+			RunLLDP(lldpCtx, r.opts.Namespace, r.opts.Installer, lock, r.opts.PollInterval, r.log)
+		}
+	}()
+	defer func() { stopLLDP(); <-lldpDone }()
 	submitted, err := watchRecord(ctx, r.opts.StateDir)
 	if err != nil {
 		r.log.Error("watching for submitted specs; polling only", "error", err)

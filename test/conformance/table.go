@@ -107,7 +107,7 @@ const (
 	why8021xLab   = "the lab's handlers run without a supplicant directory (a wpa_supplicant they start would outlive lab down)"
 	whyMKALab     = why8021xLab
 	whyInfiniBand = "InfiniBand IPoIB pkey children need InfiniBand hardware (base mlx5_ib0)"
-	whyIPsec      = "IPsec connections are Libreswan (pluto) configuration, not kernel links; the kernel engine has no IKE daemon"
+	whyIPsec      = "IPsec connections are Libreswan (pluto) configuration, not kernel links: an external daemon we chose not to run yet (per node a pluto with its own NSS database, plus an IKEv2 responder peer handing out the address these examples take by DHCP over IKE)"
 )
 
 // Unsupported gives, per example file not covered by a scenario, why.

@@ -278,8 +278,10 @@ interfaces:
 	{file: "ovs-bridge-iface.yaml", policy: "ovs-bridge-iface", outcome: degraded, nodes: allNodes,
 		feature: "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
 	// The capture selects NICs of type ethernet; the lab's NICs are veths
-	// (their peers sit on the switch), so there is nothing to enable LLDP
-	// on and the render fails naming the capture.
+	// (their peers sit on the switch), reported as type veth as upstream
+	// nmstate reports veths, so there is nothing to enable LLDP on and the
+	// render fails naming the capture. TestLLDPNeighbors enables LLDP on
+	// the veths and finds the switch's lldpd as neighbour.
 	{file: "lldp.yaml", policy: "enable-lldp-ethernets-up", outcome: degraded, nodes: allNodes,
 		feature: `capture "ethernets"`},
 

@@ -36,6 +36,10 @@ type Options struct {
 	// "" = the running hostname is the configured one and `config: ""`
 	// is not supported (see hostname_linux.go).
 	HostnameFile string
+	// LLDPDir keeps which interfaces receive LLDP and the neighbours the
+	// node runtime heard (see lldp_linux.go); "" = lldp is neither
+	// reported nor settable.
+	LLDPDir string
 }
 
 // Backend is an open view of one network namespace. Its methods may be

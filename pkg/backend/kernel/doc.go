@@ -63,7 +63,9 @@
 // request; MKA runs the same way, wpa_supplicant with driver macsec_linux
 // on the base interface (macsec_linux.go). Options.HostnameFile is the
 // static hostname: `config: ""` empties it and the node runtime takes the
-// DHCP host name (hostname_linux.go, SetDHCPHostname).
+// DHCP host name (hostname_linux.go, SetDHCPHostname). Options.LLDPDir
+// holds lldp.enabled markers and the neighbours the node runtime stores
+// (lldp_linux.go).
 //
 // Execute resolves interface names from one link dump per call (a cache
 // that follows its own creates and deletes and trusts only a link's

@@ -164,7 +164,7 @@ func (b *Backend) addVeth(v *netlink.Veth) error {
 // refuse) for ifc.
 func hasLinkSettings(ifc nmstate.Interface) bool {
 	return ifc.MTU != nil || ifc.MACAddress != nil || ifc.AcceptAllMAC != nil || ifc.Description != nil || ifc.AltNames != nil ||
-		ifc.Ethernet != nil || ifc.Ethtool != nil || ifc.IEEE8021X != nil || ifc.LinuxBridge != nil || ifc.LinkAggregation != nil ||
+		ifc.Ethernet != nil || ifc.Ethtool != nil || ifc.IEEE8021X != nil || ifc.LLDP != nil || ifc.LinuxBridge != nil || ifc.LinkAggregation != nil ||
 		ifc.VLAN != nil || ifc.MacVlan != nil || ifc.MacVtap != nil ||
 		(ifc.VXLAN != nil && ifc.VXLAN.Learning != nil) || (ifc.IPVlan != nil && ifc.IPVlan.Mode != nil)
 }
@@ -389,6 +389,11 @@ func (ex *executor) linkModify(ifc nmstate.Interface) error {
 	}
 	if ifc.IEEE8021X != nil {
 		if err := b.setIEEE8021X(ifc.Name, ifc.IEEE8021X); err != nil {
+			return err
+		}
+	}
+	if ifc.LLDP != nil && ifc.LLDP.Enabled != nil {
+		if err := b.setLLDP(ifc.Name, *ifc.LLDP.Enabled); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/vishvananda/netlink"
@@ -87,6 +88,9 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 			// types have features too, but nothing configures them.
 			ifc.Ethtool = ed.info[kl.attrs().Index].section()
 			if ifc.IEEE8021X, err = b.readIEEE8021X(ifc.Name); err != nil {
+				return nil, err
+			}
+			if ifc.LLDP, err = b.readLLDP(ifc.Name, time.Now()); err != nil {
 				return nil, err
 			}
 		}
