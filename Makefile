@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all setup build generate verify-generated test test-unit test-kernel test-kernel-e2e test-e2e test-container test-kubelet demo bench clean
+.PHONY: all setup build web test-web test-ui generate verify-generated test test-unit test-kernel test-kernel-e2e test-e2e test-container test-kubelet demo bench clean
 
 all: build
 
@@ -18,9 +18,21 @@ GO_BUILD = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X github.com/knmstate/
 setup: ## install Debian packages and build bin/kube (kube-apiserver, kubelet, ...), bin/containerd, bin/controller-gen (idempotent)
 	@hack/setup.sh
 
-build:
+build: web
 	$(GO_BUILD) -o bin/nmstatectl ./cmd/nmstatectl
 	$(GO_BUILD) -o bin/knmstate ./cmd/knmstate
+
+# The web views' bundle (web/dist), which knmstate embeds (docs/ui.md);
+# web/node_modules comes from npm ci in make setup.
+web:
+	@test -d web/node_modules || { echo "web/node_modules is missing: run make setup"; exit 1; }
+	cd web && npm run --silent typecheck && npm run --silent build
+
+test-web: ## the web views' unit tests (node's test runner)
+	cd web && npm test
+
+test-ui: setup build ## the web views in headless chromium against a lab (docs/ui.md)
+	$(GO) test -count=1 -timeout 10m ./test/ui/
 
 .PHONY: images
 images: build ## OCI image layouts bin/images/{knmstate,pause} (docs/images.md)
@@ -35,7 +47,8 @@ generate: setup ## regenerate deepcopy code and CRD manifests
 test-unit: ## tests of pure logic only (no root, no control plane)
 	$(GO) test -short ./pkg/nmstate/... ./pkg/nmpolicy/...
 
-test: setup ## the whole test suite
+test: setup web ## the whole test suite
+	$(MAKE) test-web
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
@@ -45,10 +58,11 @@ test: setup ## the whole test suite
 	$(MAKE) test-kubelet
 	$(MAKE) test-kernel
 
-test-kubelet: setup build images ## the e2e suite (as inside a container), the rollback tests and the operator suite on kubelet-mode labs: knmstate as pods from bin/images
+test-kubelet: setup build images ## the e2e suite (as inside a container), the rollback tests, the operator suite and the OpenShift suite on kubelet-mode labs: knmstate as pods from bin/images
 	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./test/e2e/ -args -e2e.kubelet -e2e.knmstate=$(CURDIR)/bin/knmstate -e2e.images=$(CURDIR)/bin/images
 	$(GO) test -count=1 -timeout 15m ./test/cluster/ -run 'TestRollback|TestBrokenDefaultRoute|TestSecondHandlerWaitsForNodeLock|TestPendingCheckpoint' -args -cluster.kubelet -cluster.knmstate=$(CURDIR)/bin/knmstate -cluster.images=$(CURDIR)/bin/images
 	$(GO) test -count=1 -tags kubelet -timeout 20m ./test/operator/ -args -operator.knmstate=$(CURDIR)/bin/knmstate -operator.images=$(CURDIR)/bin/images
+	$(GO) test -count=1 -tags kubelet -timeout 15m ./test/openshift/ -args -openshift.knmstate=$(CURDIR)/bin/knmstate -openshift.images=$(CURDIR)/bin/images
 
 test-container: setup ## the lab and e2e packages again, as inside a container (private mount namespace, fresh /run)
 	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./pkg/nsrun/ ./internal/labnet/... ./internal/lab/ ./test/e2e/

@@ -16,7 +16,7 @@ import (
 	"sort"
 )
 
-//go:embed crds/*.yaml admission/*.yaml knmstate/*.yaml
+//go:embed crds/*.yaml admission/*.yaml knmstate/*.yaml openshift/*.yaml openshift/image-references
 var files embed.FS
 
 // CRDs returns the CustomResourceDefinition manifests, sorted by file name.
@@ -33,6 +33,25 @@ func CRDFiles() (map[string][]byte, error) {
 		if path.Base(n) == "kustomization.yaml" {
 			continue
 		}
+		b, err := files.ReadFile(n)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", n, err)
+		}
+		out[path.Base(n)] = b
+	}
+	return out, nil
+}
+
+// OpenShift returns the payload manifests of openshift/ by file name,
+// image-references included (the Cluster Version Operator applies the
+// .yaml files in file-name order).
+func OpenShift() (map[string][]byte, error) {
+	names, err := fs.Glob(files, "openshift/*")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, n := range names {
 		b, err := files.ReadFile(n)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", n, err)

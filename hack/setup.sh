@@ -17,6 +17,19 @@ packages+=(gcc make libc6-dev)
 packages+=(wpasupplicant hostapd openssl)
 # LLDP: Debian's lldpd is the switch the node runtime hears in tests.
 packages+=(lldpd)
+# The NetworkManager backend's tests and the lab's --backend networkmanager:
+# NetworkManager 1.42 (with nmcli) and a D-Bus daemon for its private system
+# bus. Only ever started by our code, inside namespaces of our own, never as
+# a service (the machine's policy-rc.d keeps apt from starting it).
+packages+=(network-manager dbus-daemon)
+
+# The web views (web/, docs/ui.md): Node.js and npm to build them (Debian's
+# when none is installed; esbuild and the rest need Node.js 18 or newer),
+# chromium and a font for the browser tests.
+packages+=(chromium fonts-dejavu-core)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	packages+=(nodejs npm)
+fi
 
 # kubectl drives make demo and test/e2e; Debian's kubernetes-client when absent.
 if ! command -v kubectl >/dev/null; then
@@ -36,6 +49,12 @@ if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# The package enables its units; we installed it only for our own
+	# namespaced instances, so it must never start as this machine's service.
+	# (Only when this run installed it: a machine's own NetworkManager is left alone.)
+	if [[ " ${missing[*]} " == *" network-manager "* ]] && command -v systemctl >/dev/null; then
+		systemctl disable NetworkManager.service NetworkManager-wait-online.service NetworkManager-dispatcher.service >/dev/null 2>&1 || true
+	fi
 fi
 # Tools built from pinned tools modules. A stamp is the hash of what its build
 # reads (the module files, the main package) and of the build function itself,
@@ -113,6 +132,15 @@ if ! fresh helm "$helm_stamp" bin/helm; then
 	echo "setup: building bin/helm"
 	build_helm
 	echo "$helm_stamp" >bin/.helm.stamp
+fi
+
+# The web views' npm packages, exactly as the committed lock file says;
+# again only when the lock file changed or node_modules is gone.
+web_stamp=$(sha256sum web/package-lock.json | cut -c1-16)
+if [[ "$(cat bin/.web.stamp 2>/dev/null)" != "$web_stamp" || ! -d web/node_modules ]]; then
+	echo "setup: npm ci in web/"
+	(cd web && npm ci --no-audit --no-fund --loglevel=error)
+	echo "$web_stamp" >bin/.web.stamp
 fi
 
 # controller-gen is installed from its own module at a pinned version, so its

@@ -38,6 +38,9 @@ type handlerOptions struct {
 	lockIdentity    string
 	lockLease       time.Duration
 	metrics         scrape.Options
+	backend         string
+	dbusAddress     string
+	persist         bool
 }
 
 func newHandlerCmd() *cobra.Command { return newHandlerCmdFor(&handlerOptions{}) }
@@ -84,6 +87,9 @@ dial from the handler process's own namespace.`,
 	f.StringVar(&o.lockNamespace, "node-lock-namespace", "", "hold the node's lock, a Lease named after the node in this namespace, while running: a second handler for the node waits, not Ready (default: no lock)")
 	f.StringVar(&o.lockIdentity, "node-lock-identity", "", "this handler's name in the node lock (default: host name and process id)")
 	f.DurationVar(&o.lockLease, "node-lock-lease", handler.DefaultLockLeaseDuration, "node lock lease duration: a handler that stops without releasing the lock is replaced within it")
+	f.StringVar(&o.backend, "backend", "auto", "backend: kernel (netlink), networkmanager (NetworkManager over D-Bus), or auto (networkmanager when NetworkManager is on the bus; for another --netns only with --dbus-address)")
+	f.StringVar(&o.dbusAddress, "dbus-address", "", "D-Bus address of NetworkManager's system bus (default: the system bus)")
+	f.BoolVar(&o.persist, "persist-profiles", false, "networkmanager backend: save profiles to disk (default: in memory, gone after a reboot)")
 	handler.BindPolicyFlags(f, &o.policy)
 	scrape.BindFlags(f, &o.metrics, true)
 	return cmd
@@ -115,6 +121,9 @@ func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, err
 		DialNetNS:       dial,
 		StateDir:        o.stateDir,
 		RuntimeStateDir: o.runtimeStateDir,
+		Backend:         o.backend,
+		DBusAddress:     o.dbusAddress,
+		PersistProfiles: o.persist,
 		Resync:          o.resync,
 		Debounce:        o.debounce,
 		Filter:          &handler.FilterOptions{UnmanagedVeth: o.unmanagedVeth},

@@ -88,13 +88,15 @@ func registerGuestFlags(cmd *cobra.Command, opts *lab.Options) {
 	cmd.Flags().StringVar(&opts.KernelCache, "kernel-cache", "", "the kernel lane's cache holding the kernel (default: the repository's .cache/kernel-lane; hack/kernel-lane/kernel.sh fills it)")
 	cmd.Flags().IntVar(&opts.GuestMemory, "guest-memory", lab.DefaultGuestMemory, "the guest's memory in MiB")
 	cmd.Flags().IntVar(&opts.GuestCPUs, "guest-cpus", 2, "the guest's CPUs")
+	cmd.Flags().StringVar(&opts.Backend, "backend", lab.BackendKernel, "the nodes' network backend: kernel, or networkmanager (each node runs its own NetworkManager on a private bus, and its handler drives it)")
 }
 
 // registerKubeletFlags are the flags of kubelet mode (lab up and lab run).
 func registerKubeletFlags(cmd *cobra.Command, opts *lab.Options) {
 	cmd.Flags().BoolVar(&opts.Kubelet, "kubelet", false, "real kubelets, containerd and kube-proxy on the nodes, knmstate as pods of deploy/knmstate pulled from a registry in the lab (see docs/lab.md)")
 	cmd.Flags().StringVar(&opts.KubeBinDir, "kube-bin-dir", "", "directory of kubelet, kube-proxy, kube-controller-manager, kube-scheduler and containerd (default: that of kube-apiserver)")
-	cmd.Flags().StringVar(&opts.Install, "install", lab.InstallManifests, "what of knmstate kubelet mode installs: manifests (deploy/knmstate), operator (the bundle of deploy/operator and an NMState) or none")
+	cmd.Flags().StringVar(&opts.Install, "install", lab.InstallManifests, "what of knmstate kubelet mode installs: manifests (deploy/knmstate), operator (the bundle of deploy/operator and an NMState), payload (deploy/openshift, with --openshift-platform) or none")
+	cmd.Flags().StringVar(&opts.OpenShiftPlatform, "openshift-platform", "", "play OpenShift with this platform type (BareMetal, AWS, None, ...): config.openshift.io CRDs, infrastructure/cluster, a service CA, and deploy/openshift applied as the Cluster Version Operator would (see docs/openshift.md)")
 	cmd.Flags().StringArrayVar(&opts.MoreImages, "more-images", nil, "more directories of images of make images (other versions), served by the lab registry too (repeatable)")
 	cmd.Flags().StringVar(&opts.Images, "images", "", "directory of the images of `make images` (default: images/ next to this binary, else the repository's bin/images)")
 }

@@ -64,6 +64,7 @@ func newRootCmd(name string) *cobra.Command {
 		newControlplaneCmd(),
 		nmstatectl.NewCommand(nmstatectlName),
 		newHealthCmd(),
+		newUICmd(),
 	)
 	return root
 }

@@ -11,12 +11,13 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/knmstate/knmstate/internal/manifest"
 	"github.com/knmstate/knmstate/internal/operator"
 	"github.com/knmstate/knmstate/internal/version"
 )
 
 func newOperatorCmd() *cobra.Command {
-	var kubeconfig, pullPolicy, podName string
+	var kubeconfig, pullPolicy, podName, openshift, platforms string
 	var verbose bool
 	opts := operator.Options{}
 	cmd := &cobra.Command{
@@ -51,6 +52,12 @@ and removes them when the NMState is deleted.`,
 			if opts.Version == "" {
 				opts.Version = version.Version
 			}
+			if opts.OpenShift, err = operator.OpenShiftMode(cfg, openshift); err != nil {
+				return fmt.Errorf("operator: %w", err)
+			}
+			opts.EnabledPlatforms = manifest.ParsePlatforms(platforms)
+			// The payload's version, set by the release tooling.
+			opts.ReleaseVersion = os.Getenv("RELEASE_VERSION")
 			return runOperator(cmd.Context(), cfg, opts)
 		},
 	}
@@ -64,6 +71,8 @@ and removes them when the NMState is deleted.`,
 	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "take a Lease before acting")
 	f.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", "0", `address of the metrics endpoint; "0" disables it`)
 	f.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", "0", `address of /healthz and /readyz; "0" disables them`)
+	f.StringVar(&openshift, "openshift", "auto", `OpenShift mode (ClusterOperator, service CA, TLS profile, NMState created on --enabled-platforms): "true", "false", or "auto" (when the cluster serves config.openshift.io)`)
+	f.StringVar(&platforms, "enabled-platforms", manifest.DefaultEnabledPlatforms, "OpenShift platform types (comma-separated) where the operator creates the NMState by itself unless the administrator opts out")
 	f.BoolVar(&verbose, "verbose", false, "log every decision")
 	return cmd
 }

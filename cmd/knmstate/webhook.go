@@ -67,6 +67,8 @@ watched through the API, so a rotated certificate is used at once. Serves
 	f.StringVar(&opts.SecretName, "secret-name", manifest.WebhookServingSecret, "name of the serving certificate's Secret (kubernetes.io/tls)")
 	f.StringVar(&opts.BindAddress, "bind-address", "", "address to listen on; empty: all addresses")
 	f.IntVar(&opts.Port, "port", webhook.DefaultPort, "port to listen on")
+	f.StringVar(&opts.TLSMinVersion, "tls-min-version", "", `lowest TLS version ("VersionTLS12", OpenShift's spelling); empty: TLS 1.2`)
+	f.StringSliceVar(&opts.TLSCipherSuites, "tls-cipher-suites", nil, "allowed TLS 1.2 cipher suites, OpenSSL or IANA names (comma-separated); empty: Go's defaults")
 	f.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", "0", `address of plain-HTTP /healthz and /readyz (also served over HTTPS on --port); "0" disables`)
 	return cmd
 }

@@ -47,6 +47,17 @@ type Options struct {
 	// UTSNS is the node's UTS namespace (a path); "" = hostname not
 	// reported.
 	UTSNS string
+	// Backend is kernel, networkmanager or auto ("" = kernel):
+	// networkmanager drives the node through NetworkManager on DBusAddress
+	// (profiles, its checkpoints, its DHCP) and reports its version as
+	// hostNetworkManagerVersion; auto picks it when NetworkManager is on
+	// that bus. The kernel view is read and watched either way.
+	Backend string
+	// DBusAddress is NetworkManager's bus ("" = the system bus).
+	DBusAddress string
+	// PersistProfiles saves NetworkManager profiles to disk (default: in
+	// memory, the rebootless ephemeral mode).
+	PersistProfiles bool
 	// DialNetNS is the network namespace API connections are dialed from,
 	// as a hostNetwork pod reaches the API through its node's network; ""
 	// = the process's own namespace, without switching.
@@ -151,6 +162,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Version == "" {
 		o.Version = version.Version
+	}
+	switch o.Backend {
+	case "", "kernel", "networkmanager", "auto":
+	default:
+		return fmt.Errorf("backend: %q is not one of auto, kernel, networkmanager", o.Backend)
 	}
 	return nil
 }

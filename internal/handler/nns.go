@@ -38,6 +38,15 @@ func newReport(st *nmstate.State, handlerVersion string) (report, error) {
 	return m.report(st, handlerVersion)
 }
 
+// withNM is the report of a node whose backend is NetworkManager: its
+// version fills hostNetworkManagerVersion ("none" = kernel backend).
+func (r report) withNM(version string) report {
+	if version != "" {
+		r.hostNMVersion = version
+	}
+	return r
+}
+
 // reportMemo remembers the last encoding and its report: the common case
 // (an event or resync that changed nothing) then costs one encoding and a
 // byte comparison, not a second, canonical encoding as well.

@@ -29,19 +29,22 @@ type shower interface {
 // network state. One goroutine (run) owns all its fields except the event
 // queue, which the API watch fills.
 type reporter struct {
-	node     string
-	backend  shower
-	changes  <-chan struct{} // the backend's change signals
-	client   client.Client   // direct (uncached) API client for writes and reads
-	filter   FilterOptions
-	labels   map[string]string
-	version  string
-	resync   time.Duration
-	deb      debouncer
-	retryMin time.Duration
-	retryMax time.Duration
-	log      logr.Logger
-	now      func() time.Time
+	node    string
+	backend shower
+	changes <-chan struct{} // the backend's change signals
+	client  client.Client   // direct (uncached) API client for writes and reads
+	filter  FilterOptions
+	labels  map[string]string
+	version string
+	// nmVersion is NetworkManager's version when the node is driven
+	// through it ("" = kernel backend).
+	nmVersion string
+	resync    time.Duration
+	deb       debouncer
+	retryMin  time.Duration
+	retryMax  time.Duration
+	log       logr.Logger
+	now       func() time.Time
 	// alive is called after every successful refresh and every
 	// heartbeat once one refresh succeeded (the ready file); nil = none.
 	alive func()
@@ -219,6 +222,7 @@ func (r *reporter) refresh(ctx context.Context, why string) error {
 		return fmt.Errorf("reading network state: %w", err)
 	}
 	rep, err := r.memo.report(Filter(st, r.filter), r.version)
+	rep = rep.withNM(r.nmVersion)
 	if err != nil {
 		return err
 	}

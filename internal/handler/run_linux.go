@@ -22,6 +22,7 @@ import (
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
+	"github.com/knmstate/knmstate/pkg/backend/nm"
 )
 
 // Run runs the handler of one node until ctx ends: it opens the node's
@@ -81,6 +82,20 @@ func run(ctx context.Context, opts Options) error {
 	if _, err := b.Show(ctx); err != nil {
 		return fmt.Errorf("handler %s: reading network state: %w", opts.Node, err)
 	}
+	var node shower = b
+	var pb PolicyBackend = b
+	nmVersion := ""
+	if useNM(ctx, opts) {
+		nb, err := nm.Open(ctx, nm.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, ResolvConf: opts.ResolvConf, Bus: opts.DBusAddress, Persist: opts.PersistProfiles})
+		if err != nil {
+			return fmt.Errorf("handler %s: %w", opts.Node, err)
+		}
+		defer nb.Close()
+		if nmVersion, err = nb.Version(); err != nil {
+			return fmt.Errorf("handler %s: %w", opts.Node, err)
+		}
+		node, pb = nb, nb
+	}
 
 	cfg := apiConfig(opts)
 	scheme := runtime.NewScheme()
@@ -126,21 +141,22 @@ func run(ctx context.Context, opts Options) error {
 	}
 
 	r := &reporter{
-		node:     opts.Node,
-		backend:  b,
-		changes:  changes,
-		client:   c,
-		filter:   *opts.Filter,
-		labels:   opts.Labels,
-		version:  opts.Version,
-		resync:   opts.Resync,
-		deb:      debouncer{quiet: opts.Debounce, maxWait: 5 * opts.Debounce},
-		retryMin: opts.Debounce,
-		retryMax: 30 * time.Second,
-		log:      log,
-		now:      time.Now,
-		eventc:   make(chan struct{}, 1),
-		metrics:  opts.Instruments,
+		node:      opts.Node,
+		backend:   node,
+		changes:   changes,
+		nmVersion: nmVersion,
+		client:    c,
+		filter:    *opts.Filter,
+		labels:    opts.Labels,
+		version:   opts.Version,
+		resync:    opts.Resync,
+		deb:       debouncer{quiet: opts.Debounce, maxWait: 5 * opts.Debounce},
+		retryMin:  opts.Debounce,
+		retryMax:  30 * time.Second,
+		log:       log,
+		now:       time.Now,
+		eventc:    make(chan struct{}, 1),
+		metrics:   opts.Instruments,
 	}
 	if opts.ReadyFile != "" {
 		r.alive = func() {
@@ -170,9 +186,8 @@ func run(ctx context.Context, opts Options) error {
 		}
 		return fmt.Errorf("handler %s: API cache did not sync", opts.Node)
 	}
-	log.Info("handler started", "netns", opts.NetNS, "dialNetns", opts.DialNetNS)
-	var pb PolicyBackend = b
-	if opts.RuntimeStateDir != "" {
+	log.Info("handler started", "netns", opts.NetNS, "dialNetns", opts.DialNetNS, "networkManager", nmVersion)
+	if opts.RuntimeStateDir != "" && nmVersion == "" {
 		rb, closeRT, err := runtimeBackend(b, opts, log)
 		if err != nil {
 			return fmt.Errorf("handler %s: %w", opts.Node, err)
@@ -194,6 +209,23 @@ func run(ctx context.Context, opts Options) error {
 		err = fmt.Errorf("handler %s: API cache: %w", opts.Node, cerr)
 	}
 	return err
+}
+
+// useNM decides the backend: networkmanager, or auto with NetworkManager
+// on the bus. For a node namespace other than the process's own, auto asks
+// only a given bus: the system bus's NetworkManager manages the machine's
+// namespace, not the node's.
+func useNM(ctx context.Context, opts Options) bool {
+	switch opts.Backend {
+	case "networkmanager":
+		return true
+	case "auto":
+		if opts.NetNS != "" && opts.DBusAddress == "" {
+			return false
+		}
+		return nm.Available(ctx, opts.DBusAddress)
+	}
+	return false
 }
 
 // serveMetrics starts the metrics endpoint, when enabled, until ctx ends;

@@ -182,7 +182,7 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State) (txO
 		}
 		return o, fmt.Errorf("rolling back desired state configuration: %w", err)
 	}
-	if _, err := apply.Commit(ctx, t.stateDir); err != nil {
+	if _, err := apply.CommitBackend(ctx, t.backend, t.stateDir); err != nil {
 		return txOutcome{result: metrics.ApplyFailed}, fmt.Errorf("committing checkpoint %s: %w", res.Checkpoint, err)
 	}
 	return success, nil

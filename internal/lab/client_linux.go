@@ -69,6 +69,12 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		for _, d := range opts.MoreImages {
 			args = append(args, "--more-images", d)
 		}
+		if opts.OpenShiftPlatform != "" {
+			args = append(args, "--openshift-platform", opts.OpenShiftPlatform)
+		}
+	}
+	if opts.Backend != "" {
+		args = append(args, "--backend", opts.Backend)
 	}
 	if opts.Kernel != "" {
 		args = append(args, "--kernel", opts.Kernel, "--kernel-cache", opts.KernelCache,

@@ -104,6 +104,14 @@ type kubeletLab struct {
 	spawners   []*spawner
 }
 
+// namespace holds knmstate's components.
+func (k *kubeletLab) namespace() string {
+	if k.s.opts.OpenShiftPlatform != "" {
+		return manifest.OpenShiftNamespace
+	}
+	return componentNamespace
+}
+
 // cgroupPath is the lab's own cgroup (all its nodes below it).
 func (k *kubeletLab) cgroupPath() string {
 	return nodeCgroupRoot(k.cgroupBase, k.s.opts.Name, "")
@@ -517,12 +525,29 @@ func (s *supervisor) buildKubelet(ctx context.Context, cancel context.CancelFunc
 	}
 	s.step("pod network; nodes Ready", t)
 
+	if o.OpenShiftPlatform != "" {
+		t = time.Now()
+		if err := k.playOpenShift(ctx, kube, teardown); err != nil {
+			return err
+		}
+		s.step("playing OpenShift: config.openshift.io CRDs, infrastructure/cluster on "+o.OpenShiftPlatform+", service CA", t)
+	}
 	if o.Install == InstallNone {
+		if o.OpenShiftPlatform != "" {
+			s.note("the payload is not applied (--install none): deploy/openshift's files, in file-name order, with the lab registry's image, install it")
+			return nil
+		}
 		s.note("knmstate is not installed (--install none): kubectl apply -k deploy/operator (with the lab registry's image) installs it")
 		return nil
 	}
 	t = time.Now()
 	switch o.Install {
+	case InstallPayload:
+		if err := k.installPayload(ctx, kube); err != nil {
+			return err
+		}
+		s.step("knmstate (deploy/openshift, as the Cluster Version Operator applies it): ClusterOperator "+manifest.ClusterOperatorName+" Available", t)
+		return nil
 	case InstallOperator:
 		if err := k.installOperator(ctx); err != nil {
 			return err
@@ -740,14 +765,14 @@ func (k *kubeletLab) waitWorkloads(ctx context.Context, kube kubernetes.Interfac
 	defer cancel()
 	for {
 		var waiting []string
-		ds, err := kube.AppsV1().DaemonSets(componentNamespace).Get(ctx, handlerDaemonSet, metav1.GetOptions{})
+		ds, err := kube.AppsV1().DaemonSets(k.namespace()).Get(ctx, handlerDaemonSet, metav1.GetOptions{})
 		switch {
 		case err != nil:
 			waiting = append(waiting, "handler: "+err.Error())
 		case ds.Status.NumberReady < int32(len(k.nodes)) || ds.Status.ObservedGeneration < ds.Generation:
 			waiting = append(waiting, fmt.Sprintf("handler: %d of %d pods ready", ds.Status.NumberReady, len(k.nodes)))
 		}
-		dep, err := kube.AppsV1().Deployments(componentNamespace).Get(ctx, controllerDeployment, metav1.GetOptions{})
+		dep, err := kube.AppsV1().Deployments(k.namespace()).Get(ctx, controllerDeployment, metav1.GetOptions{})
 		switch {
 		case err != nil:
 			waiting = append(waiting, "controller: "+err.Error())
@@ -760,7 +785,7 @@ func (k *kubeletLab) waitWorkloads(ctx context.Context, kube kubernetes.Interfac
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for knmstate's pods (kubectl -n %s get pods -o wide; nodes/*/kubelet.log): %s: %w",
-				componentNamespace, strings.Join(waiting, "; "), ctx.Err())
+				k.namespace(), strings.Join(waiting, "; "), ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

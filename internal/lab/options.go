@@ -20,6 +20,9 @@ const (
 	InstallManifests = "manifests"
 	InstallOperator  = "operator"
 	InstallNone      = "none"
+	// InstallPayload applies deploy/openshift as the Cluster Version
+	// Operator would (with OpenShiftPlatform).
+	InstallPayload = "payload"
 )
 
 // DefaultName is the name of a lab when none is given.
@@ -67,6 +70,11 @@ type Options struct {
 	// (deploy/knmstate: handler and controller, no operator; the default),
 	// InstallOperator (the operator bundle and an NMState) or InstallNone.
 	Install string
+	// OpenShiftPlatform, when set (kubelet mode), makes the lab play
+	// OpenShift: config.openshift.io's CRDs, infrastructure/cluster with
+	// this platform type, a service CA, and (Install InstallPayload, the
+	// default then) deploy/openshift applied in file-name order.
+	OpenShiftPlatform string
 	// MoreImages are more directories of images (`make images` output of
 	// other versions: upgrade tests); their knmstate image is served as
 	// knmstate:TAG too (State.Images["knmstate:TAG"]).
@@ -89,7 +97,21 @@ type Options struct {
 	GuestMemory int
 	// GuestCPUs is the guest's number of CPUs; default 2.
 	GuestCPUs int
+
+	// Backend is the nodes' network backend: "" or BackendKernel (the
+	// handler drives the kernel), or BackendNetworkManager: each node runs
+	// its own NetworkManager (private bus and state, internal/nmrun) that
+	// leaves eth0 to the node runtime, and its handler drives it
+	// (--backend networkmanager). Handler-process mode on this machine's
+	// kernel only.
+	Backend string
 }
+
+// Node backends (Options.Backend).
+const (
+	BackendKernel         = "kernel"
+	BackendNetworkManager = "networkmanager"
+)
 
 // KernelDebian is the Kernel of guest mode: Debian's kernel under qemu.
 const KernelDebian = "debian"
@@ -145,6 +167,13 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Nodes == 0 {
 		o.Nodes = 3
+	}
+	switch {
+	case o.Backend == "" || o.Backend == BackendKernel:
+	case o.Backend != BackendNetworkManager:
+		errs = append(errs, fmt.Errorf("backend: %q is not one of kernel, networkmanager", o.Backend))
+	case o.Kubelet || o.Kernel != "":
+		errs = append(errs, errors.New("backend: networkmanager runs in handler-process mode on this machine's kernel only (not with kubelet or guest mode)"))
 	}
 	if o.Nodes < 1 || o.Nodes > MaxNodes {
 		errs = append(errs, fmt.Errorf("nodes: %d is out of range 1..%d", o.Nodes, MaxNodes))
@@ -203,12 +232,28 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Install == "" {
 		o.Install = InstallManifests
 	}
+	if o.OpenShiftPlatform != "" {
+		if !o.Kubelet {
+			errs = append(errs, fmt.Errorf("openshift-platform: needs kubelet mode (--kubelet)"))
+		}
+		switch o.Install {
+		case InstallManifests, InstallPayload:
+			o.Install = InstallPayload
+		case InstallNone:
+		default:
+			errs = append(errs, fmt.Errorf("install: %s with --openshift-platform: the payload (deploy/openshift) or none", o.Install))
+		}
+	}
 	switch o.Install {
 	case InstallManifests, InstallOperator, InstallNone:
+	case InstallPayload:
+		if o.OpenShiftPlatform == "" {
+			errs = append(errs, fmt.Errorf("install: %s needs --openshift-platform", InstallPayload))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("install: %q is not one of %s, %s, %s", o.Install, InstallManifests, InstallOperator, InstallNone))
+		errs = append(errs, fmt.Errorf("install: %q is not one of %s, %s, %s, %s", o.Install, InstallManifests, InstallOperator, InstallPayload, InstallNone))
 	}
-	if o.Install != InstallManifests && !o.Kubelet {
+	if o.Install != InstallManifests && !o.Kubelet && o.OpenShiftPlatform == "" {
 		errs = append(errs, fmt.Errorf("install: %s needs kubelet mode (--kubelet)", o.Install))
 	}
 	if o.Kubelet {

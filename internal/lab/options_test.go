@@ -20,10 +20,15 @@ func TestOptionsErrors(t *testing.T) {
 		{"bad name", Options{Name: "Lab_1", Dir: "/tmp/x", Binary: "/bin/true"}, `name: "Lab_1" is not a valid name (lower case letters, digits and inner dashes, at most 32 characters)`},
 		{"too many nodes", Options{Nodes: 51, Dir: "/tmp/x", Binary: "/bin/true"}, "nodes: 51 is out of range 1..50"},
 		{"root dir", Options{Dir: "/", Binary: "/bin/true"}, "dir: / cannot be a lab directory"},
-		{"unknown install", Options{Dir: "/tmp/x", Binary: "/bin/true", Kubelet: true, Install: "helm"}, `install: "helm" is not one of manifests, operator, none`},
+		{"unknown install", Options{Dir: "/tmp/x", Binary: "/bin/true", Kubelet: true, Install: "helm"}, `install: "helm" is not one of manifests, operator, payload, none`},
+		{"payload without a platform", Options{Dir: "/tmp/x", Binary: "/bin/true", Kubelet: true, Install: InstallPayload}, "install: payload needs --openshift-platform"},
+		{"openshift without kubelets", Options{Dir: "/tmp/x", Binary: "/bin/true", OpenShiftPlatform: "BareMetal"}, "openshift-platform: needs kubelet mode (--kubelet)"},
+		{"openshift with the operator bundle", Options{Dir: "/tmp/x", Binary: "/bin/true", Kubelet: true, OpenShiftPlatform: "AWS", Install: InstallOperator}, "install: operator with --openshift-platform: the payload (deploy/openshift) or none"},
 		{"operator without kubelets", Options{Dir: "/tmp/x", Binary: "/bin/true", Install: InstallOperator}, "install: operator needs kubelet mode (--kubelet)"},
 		{"unknown kernel", Options{Dir: "/tmp/x", Binary: "/bin/true", Kernel: "fedora", KernelCache: "/c"}, `kernel: "fedora" is not a kernel the lab knows (only "debian")`},
 		{"guest and kubelets", Options{Dir: "/tmp/x", Binary: "/bin/true", Kernel: KernelDebian, KernelCache: "/c", Kubelet: true, Images: "/i", KubeBinDir: "/k"}, "kernel: guest mode and kubelet mode do not combine"},
+		{"unknown backend", Options{Dir: "/tmp/x", Binary: "/bin/true", Backend: "systemd-networkd"}, `backend: "systemd-networkd" is not one of kernel, networkmanager`},
+		{"networkmanager in kubelet mode", Options{Dir: "/tmp/x", Binary: "/bin/true", Backend: BackendNetworkManager, Kubelet: true, Images: "/i", KubeBinDir: "/k"}, "backend: networkmanager runs in handler-process mode on this machine's kernel only (not with kubelet or guest mode)"},
 		{"tiny guest", Options{Dir: "/tmp/x", Binary: "/bin/true", Kernel: KernelDebian, KernelCache: "/c", GuestMemory: 128}, "guest: 128 MiB and 2 CPUs is too small"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

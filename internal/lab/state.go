@@ -67,6 +67,9 @@ type State struct {
 	// CgroupPath is the lab's cgroup (every node's below it) in kubelet
 	// mode, for Down after a supervisor that was killed.
 	CgroupPath string `json:"cgroupPath,omitempty"`
+	// OpenShiftPlatform is the platform type the lab plays OpenShift with
+	// (kubelet mode, --openshift-platform).
+	OpenShiftPlatform string `json:"openshiftPlatform,omitempty"`
 	// Images are the images the lab registry serves, by name, as
 	// references by digest (kubelet mode).
 	Images map[string]string `json:"images,omitempty"`
@@ -118,6 +121,14 @@ type NodeState struct {
 	// Kernel is the node's kernel release when it is not this machine's
 	// (guest mode).
 	Kernel string `json:"kernel,omitempty"`
+	// NetworkManagerBus is the D-Bus address of the node's NetworkManager
+	// (Options.Backend networkmanager): `nmcli` with
+	// DBUS_SYSTEM_BUS_ADDRESS set to it talks to that node's instance.
+	NetworkManagerBus string `json:"networkManagerBus,omitempty"`
+	// NetworkManagerResolvConf is the resolv.conf that node's
+	// NetworkManager renders (in its run directory; the node's own
+	// /etc/resolv.conf stays the node runtime's, which serves eth0).
+	NetworkManagerResolvConf string `json:"networkManagerResolvConf,omitempty"`
 }
 
 // Process is one process the supervisor runs.
@@ -200,4 +211,15 @@ func (st *State) Node(name string) (*NodeState, error) {
 		names[i] = n.Name
 	}
 	return nil, fmt.Errorf("lab %s has no node %q (nodes: %v)", st.Name, name, names)
+}
+
+// Backend names the nodes' network backend: networkmanager when they run
+// NetworkManager, else kernel.
+func (s *State) Backend() string {
+	for _, n := range s.Nodes {
+		if n.NetworkManagerBus != "" {
+			return BackendNetworkManager
+		}
+	}
+	return BackendKernel
 }

@@ -25,7 +25,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/nmrun"
 	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
 // apiName is the API server's name in the lab's DNS zone.
@@ -500,6 +502,13 @@ func (s *supervisor) buildProcesses(ctx context.Context, env *testenv.Env, sw *l
 	if err := s.createNodes(ctx, kube, nodes, teardown); err != nil {
 		return err
 	}
+	if s.opts.Backend == BackendNetworkManager {
+		t := time.Now()
+		if err := s.startNetworkManagers(ctx, nodes, teardown); err != nil {
+			return err
+		}
+		s.step("NetworkManager per node", t)
+	}
 
 	// Handlers (one per node) and the controller.
 	t := time.Now()
@@ -559,6 +568,27 @@ func (s *supervisor) addNode(sw *labnet.Switch, n *NodeState, gw4 netip.Prefix, 
 	gw := gw4.Addr().AsSlice()
 	if err := node.NS.Netlink.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: gw}); err != nil {
 		return fmt.Errorf("node %s: default route via %s: %w", n.Name, gw4.Addr(), err)
+	}
+	return nil
+}
+
+// startNetworkManagers runs one private NetworkManager per node (its own
+// bus and state under the node's directory), leaving eth0, the node's
+// link to the API server, to the node runtime.
+func (s *supervisor) startNetworkManagers(ctx context.Context, nodes []NodeState, teardown *[]func()) error {
+	for i := range nodes {
+		n := &nodes[i]
+		in, err := nmrun.Start(ctx, nmrun.Options{NetNS: nsrun.File(n.NetNS), Dir: filepath.Join(s.opts.Dir, "nodes", n.Name, "nm"), Unmanaged: []string{"eth0"}})
+		*teardown = append(*teardown, func() {
+			if err := in.Stop(); err != nil {
+				s.log.Error("stop NetworkManager", "node", n.Name, "err", err)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		n.NetworkManagerBus = in.Bus
+		n.NetworkManagerResolvConf = filepath.Join(in.RunDir, "resolv.conf")
 	}
 	return nil
 }
@@ -657,6 +687,9 @@ func (s *supervisor) startHandlers(nodes []NodeState, side string, spawner *spaw
 		// Lease in kube-node-lease.
 		if strings.Contains(help, "--node-lock-namespace") {
 			args = append(args, "--node-lock-namespace=kube-node-lease", "--node-lock-identity=lab-handler-"+n.Name)
+		}
+		if n.NetworkManagerBus != "" {
+			args = append(args, "--backend", BackendNetworkManager, "--dbus-address", n.NetworkManagerBus)
 		}
 		args = append(args, o.HandlerArgs...)
 		s.start(&proc{name: "handler/" + n.Name, where: side + " (netns " + n.NetNS + ")", bin: o.Binary, args: args,

@@ -35,6 +35,14 @@ func Files() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	payload, refs, err := OpenShiftPayload(Params{OpenShift: &OpenShiftParams{}})
+	if err != nil {
+		return nil, err
+	}
+	for name, objs := range payload {
+		sets["deploy/openshift/"+name] = objs
+	}
+	out["deploy/openshift/image-references"] = refs
 	for path, objs := range sets {
 		y, err := EncodeYAML(objs)
 		if err != nil {

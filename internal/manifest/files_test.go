@@ -83,7 +83,17 @@ func TestNoWildcardRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range append(append(Operands(Params{}), Standalone(Params{})...), bundle...) {
+	objs := append(append(Operands(Params{}), Standalone(Params{})...), bundle...)
+	// And on OpenShift: the operands and the payload.
+	objs = append(objs, Operands(Params{Namespace: OpenShiftNamespace, OpenShift: &OpenShiftParams{}})...)
+	payload, _, err := OpenShiftPayload(Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range payload {
+		objs = append(objs, p...)
+	}
+	for _, o := range objs {
 		var rules []rbacv1.PolicyRule
 		switch r := o.(type) {
 		case *rbacv1.ClusterRole:

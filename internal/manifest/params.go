@@ -64,6 +64,8 @@ type Params struct {
 	// WebhookAnnotations are set on the webhook configurations
 	// (cert-manager's CA injection when it issues the certificates).
 	WebhookAnnotations map[string]string
+	// OpenShift, when set, renders for OpenShift (OpenShiftify).
+	OpenShift *OpenShiftParams
 }
 
 // WithDefaults returns p with every unset field at its default.

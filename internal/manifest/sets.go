@@ -37,6 +37,7 @@ func Operands(p Params) []client.Object {
 	objs = append(objs, WebhookService(p), MetricsService(p), ServiceMonitor(p), WebhookPDB(p))
 	objs = append(objs, WebhookConfigurations(p)...)
 	objs = append(objs, WebhookDeployment(p), ControllerDeployment(p), HandlerDaemonSet(p))
+	OpenShiftify(p, objs)
 	return objs
 }
 
@@ -129,11 +130,27 @@ func EncodeYAML(objs []client.Object) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	for i, o := range objs {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s: %w", o.GetName(), err)
+		var m map[string]any
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			// Written as built, status included (a ClusterOperator's
+			// manifest carries its versions and related objects there).
+			m = u.DeepCopy().Object
+		} else {
+			var err error
+			if m, err = runtime.DefaultUnstructuredConverter.ToUnstructured(o); err != nil {
+				return nil, fmt.Errorf("encoding %s: %w", o.GetName(), err)
+			}
+			if _, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+				// A schema's empty values mean something (default: {},
+				// subresources.status: {}): only the status goes.
+				delete(m, "status")
+				if md, ok := m["metadata"].(map[string]any); ok {
+					delete(md, "creationTimestamp")
+				}
+			} else {
+				prune(m)
+			}
 		}
-		prune(m)
 		y, err := yaml.Marshal(m)
 		if err != nil {
 			return nil, err

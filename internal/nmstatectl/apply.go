@@ -31,6 +31,8 @@ type applyOptions struct {
 	noCommit   bool
 	dryRun     bool
 	memoryOnly bool
+	// persist saves NetworkManager profiles to disk (default: in memory).
+	persist bool
 	// kernel is upstream's -k/--kernel (kernel only, no NetworkManager):
 	// what this engine always does, accepted for scripts.
 	kernel bool
@@ -59,6 +61,10 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 				fmt.Fprintln(cmd.ErrOrStderr(), "set is deprecated, use apply")
 			}
 			o.node, o.stateDir, o.files, o.reexec = g.node(), g.stateDir, args, g.reexec
+			o.node.persist = o.persist
+			if o.kernel {
+				o.node.backend = backendKernel
+			}
 			if len(o.files) == 0 {
 				o.files = []string{"-"}
 			}
@@ -74,7 +80,8 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 	f.IntVar(&o.timeout, "timeout", int(apply.DefaultTimeout/time.Second), "seconds until an uncommitted checkpoint rolls back")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan and change nothing")
 	f.BoolVar(&o.memoryOnly, "memory-only", false, "do not remove anything persistent: absent interfaces become down")
-	f.BoolVarP(&o.kernel, "kernel", "k", false, "kernel only, without NetworkManager (what this engine always does)")
+	f.BoolVarP(&o.kernel, "kernel", "k", false, "kernel only, without NetworkManager (same as --backend kernel)")
+	f.BoolVar(&o.persist, "persist", false, "networkmanager backend: save profiles to disk (default: in memory, gone after a reboot)")
 	f.BoolVarP(&o.showSecrets, "show-secrets", "s", false, "print secrets in the applied state instead of hiding them")
 	return cmd
 }

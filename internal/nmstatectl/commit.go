@@ -39,7 +39,7 @@ func runCommit(ctx context.Context, stdout io.Writer, o *commitOptions) error {
 	if err := checkpointNamed(o.stateDir, o.checkpoint); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	id, err := apply.Commit(ctx, o.stateDir)
+	id, err := commitPending(ctx, o.stateDir)
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -62,4 +62,20 @@ func checkpointNamed(stateDir, name string) error {
 		return fmt.Errorf("checkpoint %s not found: the pending checkpoint is %s", name, rec.ID)
 	}
 	return nil
+}
+
+// commitPending commits the pending checkpoint; one that holds a backend
+// checkpoint (NetworkManager's) is committed through that backend, so it
+// does not roll back at its deadline.
+func commitPending(ctx context.Context, stateDir string) (string, error) {
+	rec, err := apply.ReadCheckpoint(stateDir)
+	if err != nil || rec.BackendCheckpoint == "" {
+		return apply.Commit(ctx, stateDir)
+	}
+	b, closeB, err := openShow(ctx, checkpointNode(rec))
+	if err != nil {
+		return "", err
+	}
+	defer closeB()
+	return apply.CommitBackend(ctx, b, stateDir)
 }

@@ -21,8 +21,11 @@ type globalOptions struct {
 	resolvConf string
 	stateDir   string
 	utsNS      string
-	verbose    int
-	quiet      bool
+	// backend and dbusAddress select the backend (--backend, --dbus-address).
+	backend     string
+	dbusAddress string
+	verbose     int
+	quiet       bool
 	// reexec are the arguments between this process's executable and
 	// nmstatectl's own when it runs itself again (the checkpoint watchdog).
 	reexec []string
@@ -53,6 +56,8 @@ func NewCommand(reexec ...string) *cobra.Command {
 	pf.StringVar(&g.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolv.conf file that holds the DNS configuration")
 	pf.StringVar(&g.stateDir, "state-dir", "/var/lib/knmstate", "directory for checkpoints and runtime state")
 	pf.StringVar(&g.utsNS, "uts-ns", "", "UTS namespace (a path such as /proc/self/ns/uts) whose hostname is shown and set; default: hostname is not managed")
+	pf.StringVar(&g.backend, "backend", "auto", "backend: kernel (netlink), networkmanager (NetworkManager over D-Bus), or auto (networkmanager when NetworkManager is on the system bus)")
+	pf.StringVar(&g.dbusAddress, "dbus-address", "", "D-Bus address of NetworkManager's system bus; default: the system bus")
 	pf.CountVarP(&g.verbose, "verbose", "v", "more log output (repeatable)")
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "no log output")
 
@@ -71,6 +76,8 @@ func NewCommand(reexec ...string) *cobra.Command {
 		newAutoconfCmd(),
 		newVersionCmd(),
 		newWatchdogCmd(g),
+		newGCCmd(g),
+		newEditCmd(g),
 	)
 	return root
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
+	"github.com/knmstate/knmstate/pkg/backend/nm"
 )
 
 // nodeAddr says which node a verb acts on: the global flags, or the
@@ -23,10 +24,14 @@ type nodeAddr struct {
 	// lldpDir keeps lldp.enabled and the neighbours the node runtime
 	// heard: "lldp" under the state directory.
 	lldpDir string
+	// backend is auto, kernel or networkmanager; bus NetworkManager's
+	// D-Bus address ("" = the system bus); persist writes profiles to disk.
+	backend, bus string
+	persist      bool
 }
 
 func (g *globalOptions) node() nodeAddr {
-	n := nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS}
+	n := nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, backend: g.backend, bus: g.dbusAddress}
 	n.setStateDir(g.stateDir)
 	return n
 }
@@ -54,8 +59,76 @@ func supplicantDir(stateDir string) string {
 	return filepath.Join(stateDir, "supplicant")
 }
 
+// checkpointNode is the node a checkpoint record names, through the
+// backend that applied it.
 func checkpointNode(rec *apply.Checkpoint) nodeAddr {
-	return nodeAddr{netns: rec.NetNS, resolvConf: rec.ResolvConf, utsNS: rec.UTSNS}
+	backend := backendKernel
+	if rec.Backend == nm.Name {
+		backend = backendNM
+	}
+	return nodeAddr{netns: rec.NetNS, resolvConf: rec.ResolvConf, utsNS: rec.UTSNS, backend: backend, bus: rec.BackendAddress}
+}
+
+// Backend choices (--backend).
+const (
+	backendAuto   = "auto"
+	backendKernel = "kernel"
+	backendNM     = nm.Name
+)
+
+func validBackend(s string) error {
+	switch s {
+	case backendAuto, backendKernel, backendNM:
+		return nil
+	}
+	return fmt.Errorf("--backend: %q is not one of auto, kernel, networkmanager", s)
+}
+
+// chooseBackend resolves auto: NetworkManager when it owns its name on the
+// bus, else the kernel. The system bus's NetworkManager manages this
+// process's own namespace only, so for another namespace (--netns) auto
+// asks a bus only when one is given (--dbus-address).
+func chooseBackend(ctx context.Context, n nodeAddr) (string, error) {
+	if err := validBackend(n.backend); err != nil {
+		return "", err
+	}
+	if n.backend != backendAuto {
+		return n.backend, nil
+	}
+	if n.netns != "" && n.bus == "" {
+		return backendKernel, nil
+	}
+	if nm.Available(ctx, n.bus) {
+		return backendNM, nil
+	}
+	return backendKernel, nil
+}
+
+// nmNode is the NetworkManager backend as the apply orchestrator drives
+// it from nmstatectl: NetworkManager runs DHCP and autoconf itself, so no
+// node runtime follows it.
+type nmNode struct{ *nm.Backend }
+
+func (nmNode) OnCheckpoint(context.Context, *apply.Checkpoint) error { return nil }
+
+// openShow opens the backend a read goes through.
+func openShow(ctx context.Context, n nodeAddr) (apply.Backend, func(), error) {
+	which, err := chooseBackend(ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if which == backendNM {
+		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, ResolvConf: n.resolvConf, Bus: n.bus, Persist: n.persist})
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the node: %w", err)
+		}
+		return b, func() { b.Close() }, nil
+	}
+	b, err := openKernel(ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() { b.Close() }, nil
 }
 
 // openKernel opens the kernel backend for a node.
@@ -80,6 +153,17 @@ type runtimeNode interface {
 // warnings (e.g. that nothing renews a one-off lease).
 func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) (runtimeNode, func(), error) {
 	n.setStateDir(stateDir)
+	which, err := chooseBackend(ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if which == backendNM {
+		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, ResolvConf: n.resolvConf, Bus: n.bus, Persist: n.persist})
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the node: %w", err)
+		}
+		return nmNode{b}, func() { b.Close() }, nil
+	}
 	kb, err := openKernel(ctx, n)
 	if err != nil {
 		return nil, nil, err

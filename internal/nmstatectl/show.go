@@ -44,17 +44,21 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON instead of YAML")
 	cmd.Flags().BoolVarP(&o.runningConfig, "running-config", "r", false, "show only the configuration, not dynamic state")
-	cmd.Flags().BoolVarP(&o.kernel, "kernel", "k", false, "kernel only, without NetworkManager (what this engine always does)")
+	cmd.Flags().BoolVarP(&o.kernel, "kernel", "k", false, "kernel only, without NetworkManager (same as --backend kernel)")
 	cmd.Flags().BoolVarP(&o.showSecrets, "show-secrets", "s", false, "show secrets (passwords, keys) instead of hiding them")
 	return cmd
 }
 
 func runShow(ctx context.Context, stdout io.Writer, o *showOptions) error {
-	b, err := openKernel(ctx, o.node)
+	n := o.node
+	if o.kernel {
+		n.backend = backendKernel
+	}
+	b, closeB, err := openShow(ctx, n)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer closeB()
 	s, err := b.Show(ctx)
 	if err != nil {
 		return fmt.Errorf("show: %w", err)

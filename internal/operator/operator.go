@@ -22,6 +22,13 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/manifest"
@@ -50,6 +57,18 @@ type Options struct {
 	Logger logr.Logger
 	// NoCertificates runs no certificate manager (tests of the rest).
 	NoCertificates bool
+	// OpenShift runs the OpenShift mode: the service CA issues the
+	// webhook's certificate, the webhook follows the cluster's TLS
+	// profile, ClusterOperator/nmstate reports the state, and the NMState
+	// is created by itself on EnabledPlatforms.
+	OpenShift bool
+	// EnabledPlatforms are the Infrastructure platform types
+	// (status.platformStatus.type) where the operator creates the NMState
+	// unless the administrator opted out.
+	EnabledPlatforms []string
+	// ReleaseVersion is the version the ClusterOperator reports (the
+	// payload's); default Version.
+	ReleaseVersion string
 }
 
 func (o *Options) defaults() {
@@ -64,6 +83,9 @@ func (o *Options) defaults() {
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()
+	}
+	if o.ReleaseVersion == "" {
+		o.ReleaseVersion = o.Version
 	}
 }
 
@@ -81,7 +103,7 @@ func Scheme() (*runtime.Scheme, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, nmstatev1.AddToScheme, nmstatev1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, nmstatev1.AddToScheme, nmstatev1beta1.AddToScheme, configv1.Install} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("scheme: %w", err)
 		}
@@ -135,7 +157,7 @@ func NewManager(cfg *rest.Config, opts Options) (mgr manager.Manager, stop func(
 		return nil, stop, fmt.Errorf("operator metrics: %w", err)
 	}
 	r := &reconciler{client: mgr.GetClient(), scheme: scheme, opts: opts, log: opts.Logger.WithName("nmstate"), now: time.Now, metrics: m}
-	if !opts.NoCertificates {
+	if !opts.NoCertificates && !opts.OpenShift {
 		if r.certs, err = newCertControl(cfg, opts.Namespace, opts.Logger.WithName("certificates")); err != nil {
 			return nil, stop, err
 		}
@@ -150,7 +172,56 @@ func NewManager(cfg *rest.Config, opts Options) (mgr manager.Manager, stop func(
 	if err != nil {
 		return nil, stop, fmt.Errorf("operator controller: %w", err)
 	}
+	if opts.OpenShift {
+		if err := addOpenShift(mgr, r, opts); err != nil {
+			return nil, stop, err
+		}
+	}
 	return mgr, stop, nil
+}
+
+// addOpenShift adds the ClusterOperator controller, and re-renders the
+// operands when the cluster's TLS profile changes.
+func addOpenShift(mgr manager.Manager, r *reconciler, opts Options) error {
+	co := &clusterOperator{client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, log: opts.Logger.WithName("clusteroperator"), now: time.Now}
+	toCO := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{clusterOperatorRequest}
+	})
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("clusteroperator").
+		WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(&configv1.ClusterOperator{}), toCO,
+			predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == manifest.ClusterOperatorName }))).
+		Watches(&nmstatev1.NMState{}, toCO).
+		Watches(&configv1.Infrastructure{}, toCO).
+		Watches(&appsv1.Deployment{}, toCO).
+		Watches(&appsv1.DaemonSet{}, toCO).
+		Watches(&corev1.ConfigMap{}, toCO, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == manifest.OperatorConfigName
+		}))).
+		Complete(co)
+	if err != nil {
+		return fmt.Errorf("clusteroperator controller: %w", err)
+	}
+	// The TLS profile is the webhook's: every NMState is rendered again.
+	toNMStates := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list nmstatev1.NMStateList
+		if err := r.client.List(ctx, &list); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, nm := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Name}})
+		}
+		return out
+	})
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("tlsprofile").
+		Watches(&configv1.APIServer{}, toNMStates).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("tls profile controller: %w", err)
+	}
+	return nil
 }
 
 // Run runs the operator until ctx ends.

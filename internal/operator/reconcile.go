@@ -122,7 +122,7 @@ func oldestNMState(items []nmstatev1.NMState) *nmstatev1.NMState {
 }
 
 // params are the manifest inputs for an NMState.
-func (r *reconciler) params(nm *nmstatev1.NMState) (manifest.Params, error) {
+func (r *reconciler) params(ctx context.Context, nm *nmstatev1.NMState) (manifest.Params, error) {
 	var annotations map[string]string
 	if r.certs != nil {
 		var err error
@@ -130,7 +130,15 @@ func (r *reconciler) params(nm *nmstatev1.NMState) (manifest.Params, error) {
 			return manifest.Params{}, err
 		}
 	}
+	var openshift *manifest.OpenShiftParams
+	if r.opts.OpenShift {
+		var err error
+		if openshift, annotations, err = openShiftParams(ctx, r.client); err != nil {
+			return manifest.Params{}, err
+		}
+	}
 	return manifest.Params{
+		OpenShift:          openshift,
 		Namespace:          r.opts.Namespace,
 		Image:              r.opts.Image,
 		ImagePullPolicy:    r.opts.ImagePullPolicy,
@@ -146,7 +154,7 @@ func (r *reconciler) params(nm *nmstatev1.NMState) (manifest.Params, error) {
 // NMState, as upstream's does) and every operand, owned by the NMState so
 // that deleting it removes them.
 func (r *reconciler) apply(ctx context.Context, nm *nmstatev1.NMState) error {
-	p, err := r.params(nm)
+	p, err := r.params(ctx, nm)
 	if err != nil {
 		return err
 	}
@@ -155,6 +163,7 @@ func (r *reconciler) apply(ctx context.Context, nm *nmstatev1.NMState) error {
 		return err
 	}
 	ns := manifest.Namespace(p)
+	manifest.OpenShiftify(p, []client.Object{ns})
 	if err := manifest.WithKinds(r.scheme, []client.Object{ns}); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	cradmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/knmstate/knmstate/internal/certs"
+	"github.com/knmstate/knmstate/internal/tlsprofile"
 )
 
 // Options configure the webhook server. The zero value of a field means
@@ -42,6 +43,11 @@ type Options struct {
 	// Clock returns the current time (the mutations' timestamps); default
 	// time.Now.
 	Clock func() time.Time
+	// TLSMinVersion ("VersionTLS12"; "" is TLS 1.2) and TLSCipherSuites
+	// (OpenSSL or IANA names; none: Go's defaults) follow a TLS security
+	// profile (OpenShift's cluster profile, passed by the operator).
+	TLSMinVersion   string
+	TLSCipherSuites []string
 }
 
 func (o *Options) defaults() {
@@ -67,6 +73,9 @@ func (o Options) Validate() error {
 	}
 	if o.Port < 0 || o.Port > 65535 {
 		errs = append(errs, fmt.Errorf("port %d out of range", o.Port))
+	}
+	if _, err := tlsprofile.Config(o.TLSMinVersion, o.TLSCipherSuites); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -116,11 +125,12 @@ func Run(ctx context.Context, opts Options) error {
 		ErrorLog:          log.New(logWriter{lg}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	tlsConfig := &tls.Config{
-		MinVersion:     tls.VersionTLS12,
-		GetCertificate: source.GetCertificate,
-		NextProtos:     []string{"h2", "http/1.1"},
+	tlsConfig, err := tlsprofile.Config(opts.TLSMinVersion, opts.TLSCipherSuites)
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
 	}
+	tlsConfig.GetCertificate = source.GetCertificate
+	tlsConfig.NextProtos = []string{"h2", "http/1.1"}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -130,7 +140,7 @@ func Run(ctx context.Context, opts Options) error {
 		_ = srv.Shutdown(sctx)
 	}()
 	lg.Info("serving admission webhooks", "address", ln.Addr().String(), "secret", opts.SecretNamespace+"/"+opts.SecretName)
-	err := srv.Serve(tls.NewListener(ln, tlsConfig))
+	err = srv.Serve(tls.NewListener(ln, tlsConfig))
 	cancel()
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {

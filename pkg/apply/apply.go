@@ -18,6 +18,40 @@ type Backend interface {
 	Execute(ctx context.Context, p *nmstate.Plan) error
 }
 
+// MergedExecutor is a backend that applies the merged state itself rather
+// than the plan's operations: NetworkManager keeps whole profiles per
+// interface. The plan is passed for logging and for what the backend
+// leaves to the kernel.
+type MergedExecutor interface {
+	ExecuteMerged(ctx context.Context, m *nmstate.Merged, p *nmstate.Plan) error
+}
+
+// Checkpointer is a backend with checkpoints of its own (NetworkManager's
+// Checkpoint API): Apply creates one with the rollback timeout next to its
+// record, so the backend rolls back by itself if every process of ours is
+// gone; rollback goes through it first, commit destroys it.
+type Checkpointer interface {
+	CheckpointCreate(ctx context.Context, timeout time.Duration) (string, error)
+	CheckpointRollback(ctx context.Context, id string) error
+	CheckpointDestroy(ctx context.Context, id string) error
+}
+
+// Named is a backend that says its name (and, with Address, how to reach
+// it) for the checkpoint record.
+type Named interface{ Name() string }
+
+// Addressed is a backend reached at an address another process needs to
+// roll back (a D-Bus address).
+type Addressed interface{ Address() string }
+
+// execute runs a plan (or the merged state, for a MergedExecutor).
+func execute(ctx context.Context, b Backend, m *nmstate.Merged, p *nmstate.Plan) error {
+	if me, ok := b.(MergedExecutor); ok {
+		return me.ExecuteMerged(ctx, m, p)
+	}
+	return b.Execute(ctx, p)
+}
+
 // Defaults (nmstate's DEFAULT_ROLLBACK_TIMEOUT and verification retries).
 const (
 	DefaultTimeout        = 60 * time.Second
@@ -213,8 +247,22 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 		NetNS: o.NetNS, ResolvConf: o.ResolvConf, UTSNS: o.UTSNS,
 		Before: before, Desired: m.Desired, Revert: revert,
 	}
+	if n, ok := b.(Named); ok {
+		rec.Backend = n.Name()
+	}
+	if a, ok := b.(Addressed); ok {
+		rec.BackendAddress = a.Address()
+	}
+	if cp, ok := b.(Checkpointer); ok {
+		bid, err := cp.CheckpointCreate(ctx, o.Timeout)
+		if err != nil {
+			enc.wait()
+			return nil, err
+		}
+		rec.BackendCheckpoint = bid
+	}
 	if err := writeEncodedCheckpoint(o.StateDir, rec, rec.startEncoding(true, enc)); err != nil {
-		return nil, err
+		return nil, errors.Join(err, destroyBackendCheckpoint(context.WithoutCancel(ctx), b, rec))
 	}
 	if o.OnCheckpoint != nil {
 		if err := o.OnCheckpoint(ctx, rec); err != nil {
@@ -226,7 +274,7 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 	}
 	res := &Result{Desired: m.Desired, Plan: plan, Checkpoint: id, Deadline: rec.Deadline}
 
-	err = b.Execute(ctx, plan)
+	err = execute(ctx, b, m, plan)
 	if err == nil && !o.NoVerify {
 		err = verifyWithRetry(ctx, b, m.Desired, o)
 	}
@@ -241,6 +289,9 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 		return nil, &Failure{Err: err, Plan: plan, Checkpoint: id, Rollback: rbErr}
 	}
 	if !o.NoCommit {
+		if err := destroyBackendCheckpoint(ctx, b, rec); err != nil {
+			return nil, fmt.Errorf("committing checkpoint %s: %w", id, err)
+		}
 		if err := removeCheckpoint(o.StateDir); err != nil {
 			return nil, fmt.Errorf("committing checkpoint %s: %w", id, err)
 		}
@@ -309,28 +360,53 @@ func verifyWithRetry(ctx context.Context, b Backend, desired *nmstate.State, o O
 // revert state into what the node shows now (a partial apply is fine:
 // plans converge), execute, and verify the reverted objects.
 func rollback(ctx context.Context, b Backend, rec *Checkpoint, o Options) error {
-	now, err := b.Show(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the state to roll back: %w", err)
+	// A backend with its own checkpoint rolls back first; ours then only
+	// finds what it missed. It settles asynchronously (devices being
+	// deleted, addresses restored), so the revert plan is re-read a few
+	// times before ours runs. A checkpoint the backend already rolled
+	// back by its own timer is gone: that is not an error either.
+	attempts := 1
+	if cp, ok := b.(Checkpointer); ok && rec.BackendCheckpoint != "" {
+		if cp.CheckpointRollback(ctx, rec.BackendCheckpoint) == nil {
+			attempts = o.VerifyRetries
+		}
 	}
-	if IsEmpty(rec.Revert) {
+	for i := 0; ; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("rolling back: %w", ctx.Err())
+			case <-time.After(o.VerifyInterval):
+			}
+		}
+		now, err := b.Show(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the state to roll back: %w", err)
+		}
+		if IsEmpty(rec.Revert) {
+			return nil
+		}
+		m, err := o.engine.merge(rec.Revert, now)
+		if err != nil {
+			return fmt.Errorf("merging the revert state: %w", err)
+		}
+		plan, err := o.engine.plan(m)
+		if err != nil {
+			return fmt.Errorf("planning the rollback: %w", err)
+		}
+		if !plan.Empty() && i+1 < attempts {
+			continue
+		}
+		if !plan.Empty() {
+			if err := execute(ctx, b, m, plan); err != nil {
+				return fmt.Errorf("executing the rollback: %w", err)
+			}
+		}
+		if err := verifyWithRetry(ctx, b, m.Desired, o); err != nil {
+			return fmt.Errorf("verifying the rollback: %w", err)
+		}
 		return nil
 	}
-	m, err := o.engine.merge(rec.Revert, now)
-	if err != nil {
-		return fmt.Errorf("merging the revert state: %w", err)
-	}
-	plan, err := o.engine.plan(m)
-	if err != nil {
-		return fmt.Errorf("planning the rollback: %w", err)
-	}
-	if err := b.Execute(ctx, plan); err != nil {
-		return fmt.Errorf("executing the rollback: %w", err)
-	}
-	if err := verifyWithRetry(ctx, b, m.Desired, o); err != nil {
-		return fmt.Errorf("verifying the rollback: %w", err)
-	}
-	return nil
 }
 
 // memoryOnly turns absent interfaces into down (nmstate --memory-only):
@@ -344,6 +420,38 @@ func memoryOnly(s *nmstate.State) *nmstate.State {
 		}
 	}
 	return c
+}
+
+// destroyBackendCheckpoint commits the backend's own checkpoint of rec,
+// if any.
+func destroyBackendCheckpoint(ctx context.Context, b Backend, rec *Checkpoint) error {
+	cp, ok := b.(Checkpointer)
+	if !ok || rec.BackendCheckpoint == "" {
+		return nil
+	}
+	return cp.CheckpointDestroy(ctx, rec.BackendCheckpoint)
+}
+
+// CommitBackend is Commit for a record that may hold a backend
+// checkpoint: b destroys it, so the backend does not roll back at the
+// deadline.
+func CommitBackend(ctx context.Context, b Backend, stateDir string) (string, error) {
+	unlock, err := lockDir(ctx, stateDir, true)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	rec, err := ReadCheckpoint(stateDir)
+	if err != nil {
+		return "", err
+	}
+	if err := destroyBackendCheckpoint(ctx, b, rec); err != nil {
+		return "", fmt.Errorf("committing checkpoint %s: %w", rec.ID, err)
+	}
+	if err := removeCheckpoint(stateDir); err != nil {
+		return "", fmt.Errorf("committing checkpoint %s: %w", rec.ID, err)
+	}
+	return rec.ID, nil
 }
 
 // Commit makes the pending checkpoint of stateDir permanent (removes its

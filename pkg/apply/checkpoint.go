@@ -33,21 +33,33 @@ type Checkpoint struct {
 	// Revert is the desired state that restores Before on everything the
 	// apply touches (nmstate's generate_revert).
 	Revert *nmstate.State
+	// Backend names the backend that applied ("" = kernel), and
+	// BackendCheckpoint is that backend's own checkpoint (a
+	// NetworkManager checkpoint path), rolled back or destroyed with the
+	// record.
+	Backend           string
+	BackendCheckpoint string
+	// BackendAddress is how another process reaches the backend (the
+	// D-Bus address of NetworkManager's bus; "" = the default).
+	BackendAddress string
 }
 
 // checkpointWire is the JSON form; states are embedded in their canonical
 // JSON encoding and decoded strictly on read.
 type checkpointWire struct {
-	Version    int             `json:"version"`
-	ID         string          `json:"id"`
-	Created    time.Time       `json:"created"`
-	Deadline   time.Time       `json:"deadline"`
-	NetNS      string          `json:"netns,omitempty"`
-	ResolvConf string          `json:"resolvConf,omitempty"`
-	UTSNS      string          `json:"utsNS,omitempty"`
-	Before     json.RawMessage `json:"before"`
-	Desired    json.RawMessage `json:"desired"`
-	Revert     json.RawMessage `json:"revert"`
+	Version           int             `json:"version"`
+	ID                string          `json:"id"`
+	Created           time.Time       `json:"created"`
+	Deadline          time.Time       `json:"deadline"`
+	NetNS             string          `json:"netns,omitempty"`
+	ResolvConf        string          `json:"resolvConf,omitempty"`
+	UTSNS             string          `json:"utsNS,omitempty"`
+	Backend           string          `json:"backend,omitempty"`
+	BackendCheckpoint string          `json:"backendCheckpoint,omitempty"`
+	BackendAddress    string          `json:"backendAddress,omitempty"`
+	Before            json.RawMessage `json:"before"`
+	Desired           json.RawMessage `json:"desired"`
+	Revert            json.RawMessage `json:"revert"`
 }
 
 const recordVersion = 1
@@ -55,13 +67,16 @@ const recordVersion = 1
 // checkpointHead is the record without its states, which encodeRecord
 // appends after these fields (the order checkpointWire has).
 type checkpointHead struct {
-	Version    int       `json:"version"`
-	ID         string    `json:"id"`
-	Created    time.Time `json:"created"`
-	Deadline   time.Time `json:"deadline"`
-	NetNS      string    `json:"netns,omitempty"`
-	ResolvConf string    `json:"resolvConf,omitempty"`
-	UTSNS      string    `json:"utsNS,omitempty"`
+	Version           int       `json:"version"`
+	ID                string    `json:"id"`
+	Created           time.Time `json:"created"`
+	Deadline          time.Time `json:"deadline"`
+	NetNS             string    `json:"netns,omitempty"`
+	ResolvConf        string    `json:"resolvConf,omitempty"`
+	UTSNS             string    `json:"utsNS,omitempty"`
+	Backend           string    `json:"backend,omitempty"`
+	BackendCheckpoint string    `json:"backendCheckpoint,omitempty"`
+	BackendAddress    string    `json:"backendAddress,omitempty"`
 }
 
 // MarshalJSON encodes the record for the state directory.
@@ -223,6 +238,7 @@ func (e *recordEncoding) assemble(c *Checkpoint) ([]byte, error) {
 	head, err := json.Marshal(checkpointHead{
 		Version: recordVersion, ID: c.ID, Created: c.Created.UTC(), Deadline: c.Deadline.UTC(),
 		NetNS: c.NetNS, ResolvConf: c.ResolvConf, UTSNS: c.UTSNS,
+		Backend: c.Backend, BackendCheckpoint: c.BackendCheckpoint, BackendAddress: c.BackendAddress,
 	})
 	if err != nil {
 		e.wait()
@@ -259,7 +275,8 @@ func (c *Checkpoint) UnmarshalJSON(data []byte) error {
 	if w.ID == "" {
 		return errors.New("checkpoint record without id")
 	}
-	*c = Checkpoint{ID: w.ID, Created: w.Created, Deadline: w.Deadline, NetNS: w.NetNS, ResolvConf: w.ResolvConf, UTSNS: w.UTSNS}
+	*c = Checkpoint{ID: w.ID, Created: w.Created, Deadline: w.Deadline, NetNS: w.NetNS, ResolvConf: w.ResolvConf, UTSNS: w.UTSNS,
+		Backend: w.Backend, BackendCheckpoint: w.BackendCheckpoint, BackendAddress: w.BackendAddress}
 	for _, s := range []struct {
 		name string
 		src  json.RawMessage

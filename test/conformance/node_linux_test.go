@@ -29,12 +29,17 @@ const stepTimeout = 2 * time.Minute
 type node struct {
 	ns       *nstest.NS
 	peer     *nstest.NS
-	backend  *kernel.Backend
+	backend  apply.Backend
 	stateDir string
 	resolv   string
 	uts      string
 	// devices are the NICs that are not veths (kernel kind "device").
 	devices map[string]bool
+	// nmBus is the bus of the node's NetworkManager ("" on kernel nodes):
+	// applyStep then also checks that NetworkManager holds each
+	// interface that is up.
+	nmBus        string
+	nmKeyfileDir string
 }
 
 func newNode(t *testing.T) *node {
@@ -170,6 +175,11 @@ func (n *node) applyStep(ctx context.Context, t *testing.T, what string, desired
 	if err := n.checkKernel(desired); err != nil {
 		errs = append(errs, fmt.Errorf("%s: netlink shows:\n%w", what, err))
 	}
+	if n.nmBus != "" {
+		if err := n.checkNM(ctx, desired); err != nil {
+			errs = append(errs, fmt.Errorf("%s: NetworkManager shows:\n%w", what, err))
+		}
+	}
 	m, err := nmstate.Merge(desired.Clone(), cur)
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("%s: merge against the re-read state: %w", what, err))...)
@@ -199,6 +209,11 @@ func runSteps(ctx context.Context, t *testing.T, n *node, names []string, states
 // scenario with a known engine issue must still fail, so the table is
 // corrected (and the support matrix regenerated) once it is fixed.
 func runScenario(t *testing.T, s Scenario) {
+	runScenarioOn(t, s, newNode)
+}
+
+// runScenarioOn is runScenario on a node made by newNode.
+func runScenarioOn(t *testing.T, s Scenario, newNode func(*testing.T) *node) {
 	var states []*nmstate.State
 	for _, f := range s.Steps {
 		desired, err := nmstate.Decode(readExample(t, f))

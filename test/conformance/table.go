@@ -45,6 +45,9 @@ type Scenario struct {
 	// (NICNetdevsim). test/e2e skips such scenarios: the lab's NICs are
 	// veths.
 	NIC string
+	// NoNM, when set, says why the NetworkManager backend's tests
+	// (nm_linux_test.go) do not run the scenario.
+	NoNM string
 	// NoHandler, when set, says why test/e2e does not run the scenario
 	// through the handler (the support matrix prints it).
 	NoHandler string
@@ -80,12 +83,12 @@ var Scenarios = []Scenario{
 	{Name: "route-rule", Steps: []string{"eth1_add_route_rule.yml", "eth1_del_all_route_rules.yml"}, Lane: HostLane, Needs: "policy routing (FIB rules)"},
 	{Name: "static-hostname", Steps: []string{"static_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace"},
 	// The hostname from DHCP: pkg/noded's TestDHCPHostnameWhenConfigEmpty.
-	{Name: "dynamic-hostname", Steps: []string{"static_hostname.yml", "dynamic_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace, static hostname file (the node runtime sets the DHCP hostname)"},
+	{Name: "dynamic-hostname", Steps: []string{"static_hostname.yml", "dynamic_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace, static hostname file (the node runtime sets the DHCP hostname)", NoNM: whyDynHostNM},
 	// The supplicant runs without an authenticator here (the examples'
 	// certificates do not exist); ieee8021x_linux_test.go authenticates
 	// both against hostapd.
-	{Name: "802.1x-tls", Steps: []string{"eth1_with_ieee_802_1x.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab},
-	{Name: "802.1x-peap", Steps: []string{"eth1_with_ieee_802_1x_peap.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab},
+	{Name: "802.1x-tls", Steps: []string{"eth1_with_ieee_802_1x.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab, NoNM: why8021xNM},
+	{Name: "802.1x-peap", Steps: []string{"eth1_with_ieee_802_1x_peap.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab, NoNM: why8021xNM},
 
 	{Name: "linux-bridge-port-vlan", Steps: []string{"linuxbrige_eth1_up_port_vlan.yml", "linuxbrige_eth1_absent.yml"}, Lane: QemuLane, Needs: "bridge VLAN filtering"},
 	{Name: "ipvlan", Steps: []string{"ipvlan_create.yml", "ipvlan_absent.yml"}, Lane: QemuLane, Needs: "ipvlan"},
@@ -106,6 +109,8 @@ const (
 	whyOVS        = "Open vSwitch: the kernel engine has no OVS database client (ovs-bridge, ovs-interface, ovs-db are NetworkManager/OVSDB features)"
 	why8021xLab   = "the lab's handlers run without a supplicant directory (a wpa_supplicant they start would outlive lab down)"
 	whyMKALab     = why8021xLab
+	why8021xNM    = "NetworkManager runs 802.1X through wpa_supplicant's D-Bus service, which the tests' private NetworkManager bus does not have; the kernel backend runs its own"
+	whyDynHostNM  = "hostname config \"\" (HostnameDynamic) is the kernel backend's: the NetworkManager backend has no static hostname file yet"
 	whyInfiniBand = "InfiniBand IPoIB pkey children need InfiniBand hardware (base mlx5_ib0)"
 	whyIPsec      = "IPsec connections are Libreswan (pluto) configuration, not kernel links: an external daemon we chose not to run yet (per node a pluto with its own NSS database, plus an IKEv2 responder peer handing out the address these examples take by DHCP over IKE)"
 )

@@ -34,8 +34,10 @@ type example struct {
 	outcome
 	// nodes the policy selects.
 	nodes []string
-	// feature is part of the Failing message of a degraded example.
-	feature string
+	// feature is part of the Failing message of a degraded example;
+	// nmFeature, when set, replaces it on a lab whose nodes run
+	// NetworkManager (-e2e.backend networkmanager), which fails earlier.
+	feature, nmFeature string
 	// check asserts the nodes carry the policy's configuration
 	// (available).
 	check func(t *testing.T)
@@ -172,7 +174,7 @@ interfaces:
 `},
 	{file: "dns.yaml", policy: "dns", nodes: allNodes, check: func(t *testing.T) {
 		for _, n := range allNodes {
-			conf := nodeExec(t, n, "cat", "/etc/resolv.conf")
+			conf := nodeResolvConf(t, n)
 			for _, want := range []string{"nameserver 8.8.8.8\n", "nameserver 2001:4860:4860::8888\n", "search example.com example.org"} {
 				if !strings.Contains(conf, want) {
 					t.Errorf("node %s: /etc/resolv.conf lacks %q:\n%s", n, want, conf)
@@ -183,7 +185,7 @@ interfaces:
 	}},
 	{file: "dns-cleanup.yaml", policy: "dns-cleanup", nodes: allNodes, check: func(t *testing.T) {
 		for _, n := range allNodes {
-			conf := nodeExec(t, n, "cat", "/etc/resolv.conf")
+			conf := nodeResolvConf(t, n)
 			for _, gone := range []string{"8.8.8.8", "2001:4860:4860::8888", "example.com", "example.org"} {
 				if strings.Contains(conf, gone) {
 					t.Errorf("node %s: /etc/resolv.conf still has %q:\n%s", n, gone, conf)
@@ -212,7 +214,8 @@ interfaces:
 	// Kernel features this machine's kernel lacks: Degraded here, applied
 	// on the guest's kernel (-tags qemu, make test-kernel).
 	{file: "bond.yaml", policy: "bond", outcome: degraded, nodes: allNodes,
-		feature: "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
+		nmFeature: "interfaces[name=bond0]: type: the NetworkManager backend does not configure bond interfaces yet",
+		feature:   "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
 			for _, n := range allNodes {
 				l := bond(t, n, "bond0", "balance-rr", 140, "eth1", "eth2")
 				if l["bond0"].Address != l["eth1"].Address {
@@ -222,7 +225,8 @@ interfaces:
 			}
 		}, cleanup: cleanupBond}},
 	{file: "bond-vlan.yaml", policy: "bond-vlan", outcome: degraded, nodes: allNodes,
-		feature: "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
+		nmFeature: "interfaces[name=bond0]: type: the NetworkManager backend does not configure bond interfaces yet",
+		feature:   "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
 			for _, n := range allNodes {
 				bond(t, n, "bond0", "balance-rr", 140, "eth1", "eth2")
 				vlanOn(t, n, "bond0.102", "bond0", 102)
@@ -231,14 +235,16 @@ interfaces:
 			}
 		}, cleanup: "interfaces:\n- {name: bond0.102, type: vlan, state: absent}\n" + bondGone}},
 	{file: "vlan.yaml", policy: "vlan", outcome: degraded, nodes: allNodes,
-		feature: "eth1.102: kernel has no 802.1q vlan support (module 8021q)", full: &expectation{check: func(t *testing.T) {
+		nmFeature: "interfaces[name=eth1.102]: type: the NetworkManager backend does not configure vlan interfaces yet",
+		feature:   "eth1.102: kernel has no 802.1q vlan support (module 8021q)", full: &expectation{check: func(t *testing.T) {
 			for _, n := range allNodes {
 				vlanOn(t, n, "eth1.102", "eth1", 102)
 				vlanLease(t, n, "eth1.102", 102)
 			}
 		}, cleanup: "interfaces:\n- {name: eth1.102, type: vlan, state: absent}\n" + strings.TrimPrefix(resetEth1, "\ninterfaces:\n")}},
 	{file: "vrf.yaml", policy: "vrf", outcome: degraded, nodes: []string{"node01"},
-		feature: "vrf102: kernel has no vrf support (module vrf)", full: &expectation{check: func(t *testing.T) {
+		nmFeature: "interfaces[name=vrf102]: type: the NetworkManager backend does not configure vrf interfaces yet",
+		feature:   "vrf102: kernel has no vrf support (module vrf)", full: &expectation{check: func(t *testing.T) {
 			l := links(t, "node01")
 			if v := l["vrf102"]; v.LinkInfo.Kind != "vrf" || v.LinkInfo.Data["table"] != float64(102) {
 				t.Errorf("node01: vrf102 is a %q with %v, want a vrf on table 102", v.LinkInfo.Kind, v.LinkInfo.Data)
@@ -274,9 +280,11 @@ interfaces:
 `}},
 	// Open vSwitch needs an OVSDB client; the kernel engine has none.
 	{file: "ovs-bridge.yaml", policy: "ovs-bridge", outcome: degraded, nodes: allNodes,
-		feature: "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
+		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces",
+		feature:   "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
 	{file: "ovs-bridge-iface.yaml", policy: "ovs-bridge-iface", outcome: degraded, nodes: allNodes,
-		feature: "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
+		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces",
+		feature:   "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
 	// The capture selects NICs of type ethernet; the lab's NICs are veths
 	// (their peers sit on the switch), reported as type veth as upstream
 	// nmstate reports veths, so there is nothing to enable LLDP on and the

@@ -61,6 +61,7 @@ var (
 	kubeletMode = flag.Bool("e2e.kubelet", false, "run the suite on a kubelet-mode lab (knmstate as pods)")
 	knmstateBin = flag.String("e2e.knmstate", "", "knmstate binary (default: built from cmd/knmstate); in kubelet mode the one the images hold")
 	imagesDir   = flag.String("e2e.images", "", "images of make images (kubelet mode; default: the repository's bin/images)")
+	backend     = flag.String("e2e.backend", "", "the nodes' network backend: kernel (default) or networkmanager (a NetworkManager per node, driven by its handler)")
 )
 
 func TestMain(m *testing.M) {
@@ -115,6 +116,7 @@ func runSuite(m *testing.M) (code int) {
 		APIServer: filepath.Join(root, "bin", "kube-apiserver"),
 		Kubelet:   cl.kubelet,
 		Kernel:    nodeKernel,
+		Backend:   *backend,
 	}
 	if cl.kubelet {
 		// As users install it: the operator bundle and an NMState.
@@ -150,8 +152,8 @@ func runSuite(m *testing.M) (code int) {
 	if err != nil {
 		return fail("lab up: %v", err)
 	}
-	fmt.Fprintf(os.Stderr, "e2e: lab %s up in %v (kubelet mode: %v, nodes' kernel: %s, handler policy flags: %v)\n",
-		cl.name, time.Since(begin).Round(time.Millisecond), cl.kubelet, kernelName(), cl.policyFlags)
+	fmt.Fprintf(os.Stderr, "e2e: lab %s up in %v (kubelet mode: %v, nodes' kernel: %s, backend: %s, handler policy flags: %v)\n",
+		cl.name, time.Since(begin).Round(time.Millisecond), cl.kubelet, kernelName(), st.Backend(), cl.policyFlags)
 	cl.state, cl.kubeconfig = st, st.Kubeconfig
 	c = cl
 	return m.Run()

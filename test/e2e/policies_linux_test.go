@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/knmstate/knmstate/internal/lab"
 )
 
 // Timeouts of kubectl wait. Generous: they bound a broken run, they are
@@ -217,6 +219,10 @@ func runDegraded(t *testing.T, e example) {
 	}
 	var messages []string
 	found := false
+	feature := e.feature
+	if e.nmFeature != "" && c.state.Backend() == lab.BackendNetworkManager {
+		feature = e.nmFeature
+	}
 	for _, en := range enactments(t, e.policy) {
 		if !slices.Contains(e.nodes, en.node()) {
 			t.Errorf("enactment %s on a node the policy does not select", en.Metadata.Name)
@@ -224,11 +230,11 @@ func runDegraded(t *testing.T, e example) {
 		if en.is("Failing") {
 			msg := en.message("Failing")
 			messages = append(messages, en.Metadata.Name+": "+msg)
-			found = found || strings.Contains(msg, e.feature)
+			found = found || strings.Contains(msg, feature)
 		}
 	}
 	if !found {
-		t.Errorf("no Failing enactment names %q; Failing messages:\n%s", e.feature, strings.Join(messages, "\n"))
+		t.Errorf("no Failing enactment names %q; Failing messages:\n%s", feature, strings.Join(messages, "\n"))
 	} else {
 		t.Logf("Failing: %s", messages[0])
 	}

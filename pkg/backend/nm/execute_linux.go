@@ -1,0 +1,269 @@
+package nm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/knmstate/knmstate/pkg/nmstate"
+)
+
+// ExecuteMerged applies the merged state m through NetworkManager: saves
+// the profiles, takes down and removes what goes, activates in order and
+// waits; then lets the kernel backend carry out what profiles cannot
+// express (plan the remaining difference against a fresh read).
+func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmstate.Plan) error {
+	profiles, err := b.c.profiles(ctx)
+	if err != nil {
+		return err
+	}
+	devs, err := b.c.devices(ctx)
+	if err != nil {
+		return err
+	}
+	existing := existingProfiles{}
+	activeConn := map[dbus.ObjectPath]bool{}
+	for _, d := range devs {
+		if d.active != "" && d.active != "/" {
+			var conn dbus.ObjectPath
+			if err := b.c.prop(d.active, acIface+".Connection", &conn); err == nil {
+				activeConn[conn] = true
+			}
+		}
+	}
+	for _, p := range profiles {
+		name := p.str("connection", "interface-name")
+		if name == "" || p.str("connection", "type") == "loopback" {
+			continue
+		}
+		if prev := existing[name]; prev == nil || activeConn[p.path] && !activeConn[prev.path] {
+			existing[name] = p
+		}
+	}
+	unmanaged := map[string]bool{}
+	for name, d := range devs {
+		if d.real && d.state == devUnmanaged {
+			unmanaged[name] = true
+		}
+	}
+	pp, err := PlanProfiles(m, existing, unmanaged, randomUUID)
+	if err != nil {
+		return err
+	}
+
+	// Down and absent first (ports leave before their controller goes).
+	for _, name := range append(append([]string{}, pp.Down...), pp.Absent...) {
+		if d := devs[name]; d != nil && d.active != "" && d.active != "/" {
+			if err := b.c.deactivate(ctx, d.active); err != nil {
+				return fmt.Errorf("deactivating %s: %w", name, err)
+			}
+		}
+	}
+	for _, name := range pp.Absent {
+		for _, p := range profiles {
+			if p.str("connection", "interface-name") != name {
+				continue
+			}
+			if !p.unsaved && !b.opts.Persist {
+				continue // in-memory mode leaves profiles on disk alone
+			}
+			if err := b.c.deleteProfile(ctx, p.path); err != nil {
+				return fmt.Errorf("deleting profile %s of %s: %w", p.str("connection", "id"), name, err)
+			}
+		}
+		if d := devs[name]; d != nil && d.real {
+			if ifc := m.Interface(name, ""); ifc != nil && ifc.Type.IsVirtual() {
+				// Errors ignored: the link may be gone with its profile.
+				_ = b.c.deleteDevice(ctx, d.path)
+			}
+		}
+	}
+
+	// Save.
+	paths := make([]dbus.ObjectPath, len(pp.Profiles))
+	for i, p := range pp.Profiles {
+		if p.Path != "" {
+			if err := b.c.updateProfile(ctx, p.Path, p.Settings, b.opts.Persist); err != nil {
+				return fmt.Errorf("updating the profile of %s: %w", p.Name, err)
+			}
+			paths[i] = p.Path
+			continue
+		}
+		path, err := b.c.addProfile(ctx, p.Settings, b.opts.Persist)
+		if err != nil {
+			return fmt.Errorf("adding a profile for %s: %w", p.Name, err)
+		}
+		paths[i] = path
+	}
+	if b.opts.Persist {
+		// One profile per interface, as nmstate keeps it.
+		for i, p := range pp.Profiles {
+			for _, old := range profiles {
+				if old.path != paths[i] && old.str("connection", "interface-name") == p.Name {
+					if err := b.c.deleteProfile(ctx, old.path); err != nil {
+						return fmt.Errorf("deleting duplicate profile %s: %w", old.str("connection", "id"), err)
+					}
+				}
+			}
+		}
+	}
+
+	// Activate in order (NetworkManager queues each activation), then
+	// wait for all.
+	actx, cancel := context.WithTimeout(ctx, b.opts.ActivationTimeout)
+	defer cancel()
+	type pending struct {
+		name string
+		ac   dbus.ObjectPath
+	}
+	var waits []pending
+	for i, p := range pp.Profiles {
+		if !p.Up {
+			continue
+		}
+		ac, err := b.c.activate(actx, paths[i])
+		if err != nil {
+			return fmt.Errorf("activating %s: %w", p.Name, err)
+		}
+		waits = append(waits, pending{p.Name, ac})
+	}
+	for _, w := range waits {
+		if err := b.c.waitActive(actx, w.name, w.ac); err != nil {
+			return err
+		}
+	}
+	return b.touchUp(ctx, m, pp)
+}
+
+// touchUp makes the kernel match what the profiles could not express:
+// the kernel backend plans the desired state (DNS left out: it is
+// NetworkManager's) against a fresh read and executes that plan.
+func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged, pp *ProfilePlan) error {
+	desired := m.Desired.Clone()
+	desired.DNSResolver = nil
+	// Routes and rules no profile holds are asked of the kernel
+	// explicitly: a profile rewritten without them made NetworkManager
+	// remove them.
+	if len(pp.KernelRoutes) > 0 {
+		if desired.Routes == nil {
+			desired.Routes = &nmstate.Routes{}
+		}
+		desired.Routes.Config = append(desired.Routes.Config, pp.KernelRoutes...)
+	}
+	if len(pp.KernelRules) > 0 {
+		if desired.RouteRules == nil {
+			desired.RouteRules = &nmstate.RouteRules{}
+		}
+		desired.RouteRules.Config = append(desired.RouteRules.Config, pp.KernelRules...)
+	}
+	if desired.Routes == nil && desired.RouteRules == nil && desired.Hostname == nil && len(desired.Interfaces) == 0 {
+		return nil
+	}
+	var lastErr error
+	// Settle: NetworkManager finishes some changes (ports attached,
+	// addresses after DAD) just after reporting activation.
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		cur, err := b.kernel.Show(ctx)
+		if err != nil {
+			return err
+		}
+		mm, err := nmstate.Merge(desired, cur)
+		if err != nil {
+			return fmt.Errorf("kernel touch-up: %w", err)
+		}
+		plan, err := nmstate.PlanChanges(mm)
+		if err != nil {
+			return fmt.Errorf("kernel touch-up: %w", err)
+		}
+		if plan.Empty() {
+			return nil
+		}
+		if b.opts.OnTouchUp != nil {
+			b.opts.OnTouchUp(plan)
+		}
+		if lastErr = b.kernel.Execute(ctx, plan); lastErr == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("kernel touch-up: %w", lastErr)
+}
+
+// Checkpoint is a NetworkManager checkpoint over all devices.
+func (b *Backend) CheckpointCreate(ctx context.Context, timeout time.Duration) (string, error) {
+	cp, err := b.c.checkpointCreate(ctx, timeout)
+	if err != nil {
+		var de dbus.Error
+		if errors.As(err, &de) && de.Name == "org.freedesktop.NetworkManager.InvalidArguments" {
+			return "", &nmstate.Error{Kind: nmstate.Backend, Detail: fmt.Sprintf("creating a NetworkManager checkpoint: another checkpoint exists (%v)", err)}
+		}
+		return "", fmt.Errorf("creating a NetworkManager checkpoint: %w", err)
+	}
+	return string(cp), nil
+}
+
+// CheckpointRollback rolls NetworkManager back to the checkpoint and
+// waits until no device is still activating or deactivating.
+func (b *Backend) CheckpointRollback(ctx context.Context, id string) error {
+	res, err := b.c.checkpointRollback(ctx, dbus.ObjectPath(id))
+	if err != nil {
+		return fmt.Errorf("rolling back NetworkManager checkpoint %s: %w", id, err)
+	}
+	var failed []string
+	for dev, r := range res {
+		if r == 3 {
+			failed = append(failed, dev)
+		}
+	}
+	// As nmstate: wait (bounded) until no device is between prepare and
+	// activated, or deactivating.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		devs, err := b.c.devices(ctx)
+		if err != nil {
+			break
+		}
+		busy := false
+		for _, d := range devs {
+			if d.state >= devPrepare && d.state < devIPConfig || d.state == devDeactivating {
+				busy = true
+			}
+		}
+		if !busy {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("NetworkManager checkpoint %s: rollback failed for devices %v", id, failed)
+	}
+	return nil
+}
+
+// CheckpointDestroy commits: the checkpoint is dropped and nothing rolls
+// back.
+func (b *Backend) CheckpointDestroy(ctx context.Context, id string) error {
+	if err := b.c.checkpointDestroy(ctx, dbus.ObjectPath(id)); err != nil {
+		return fmt.Errorf("destroying NetworkManager checkpoint %s: %w", id, err)
+	}
+	return nil
+}
+
+// Checkpoints lists NetworkManager's pending checkpoints.
+func (b *Backend) Checkpoints() ([]string, error) {
+	cps, err := b.c.checkpoints()
+	out := make([]string, len(cps))
+	for i, c := range cps {
+		out[i] = string(c)
+	}
+	return out, err
+}
