@@ -79,6 +79,7 @@ func verify(desired, current *State, fast bool) error {
 	if current == nil {
 		current = &State{}
 	}
+	desired = keepHiddenSecrets(desired, current)
 	// Routes naming their VRF are checked in the VRF's table, which the
 	// current state shows (Merge resolves the same way before apply).
 	if routes, _ := routesResolved(desired, current); routes != nil {

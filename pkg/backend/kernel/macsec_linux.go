@@ -161,6 +161,9 @@ func (b *Backend) startMKA(name, base string, c *nmstate.MACsec) error {
 		return &kernelError{kind: nmstate.Dependency, msg: fmt.Sprintf("%s: MACsec MKA needs wpa_supplicant (Debian's wpasupplicant)", name), err: err}
 	}
 	cak, ckn := *c.MKACAK, *c.MKACKN
+	if cak == nmstate.HiddenSecret {
+		return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("macsec %s: mka-cak is %s and no CAK is configured", name, nmstate.HiddenSecret)}
+	}
 	if !isHex(cak) || len(cak) != 32 {
 		return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("macsec %s: mka-cak must be 32 hexadecimal digits", name)}
 	}

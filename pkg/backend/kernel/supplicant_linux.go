@@ -83,6 +83,12 @@ func (b *Backend) setIEEE8021X(name string, want *nmstate.IEEE8021X) error {
 	if len(x.EAPMethods) == 0 {
 		return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("%s: 802.1x needs eap-methods", name)}
 	}
+	for key, v := range map[string]*string{"password": x.Password, "private-key-password": x.PrivateKeyPassword} {
+		if v != nil && *v == nmstate.HiddenSecret {
+			// A state copied from show; there is no current secret to keep.
+			return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("%s: 802.1x.%s is %s and no %s is configured", name, key, nmstate.HiddenSecret, key)}
+		}
+	}
 	conf, err := wpaConf(filepath.Join(b.opts.SupplicantDir, "ctrl"), x)
 	if err != nil {
 		return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("%s: 802.1x: %v", name, err)}
