@@ -22,20 +22,31 @@ build: web
 	$(GO_BUILD) -o bin/nmstatectl ./cmd/nmstatectl
 	$(GO_BUILD) -o bin/knmstate ./cmd/knmstate
 
-# The web views' bundle (web/dist), which knmstate embeds (docs/ui.md);
-# web/node_modules comes from npm ci in make setup.
-web:
+# The web views' bundle (web/dist) and the same views as an OpenShift
+# console plugin (web/plugin/dist, with its browser test page in
+# web/plugin/build/host), which knmstate embeds (docs/ui.md,
+# docs/openshift.md); the node_modules come from npm ci in make setup.
+web: web/plugin/dist/plugin-manifest.json
 	@test -d web/node_modules || { echo "web/node_modules is missing: run make setup"; exit 1; }
 	cd web && npm run --silent typecheck && npm run --silent build
 
-test-web: ## the web views' unit tests (node's test runner)
-	cd web && npm test
+# The plugin's webpack build takes half a minute or more: only when what it
+# reads changed (the views, the plugin's sources and configuration).
+PLUGIN_INPUTS := $(shell find web/src web/plugin/src web/plugin/test/host -type f 2>/dev/null) \
+	$(addprefix web/plugin/,package.json package-lock.json webpack.config.js console-extensions.json tsconfig.json)
+web/plugin/dist/plugin-manifest.json: $(PLUGIN_INPUTS)
+	@test -d web/plugin/node_modules || { echo "web/plugin/node_modules is missing: run make setup"; exit 1; }
+	cd web/plugin && npm run --silent typecheck && npm run --silent build
 
-test-ui: setup build ## the web views in headless chromium against a lab (docs/ui.md)
-	$(GO) test -count=1 -timeout 10m ./test/ui/
+test-web: ## the web views' unit tests (node's test runner), the console plugin's manifest test
+	cd web && npm test
+	cd web/plugin && npm test
+
+test-ui: setup build ## the web views in headless chromium against a lab, the console plugin's modules against an API server (docs/ui.md)
+	$(GO) test -count=1 -timeout 10m ./test/ui/ ./test/consoleplugin/
 
 .PHONY: images
-images: build ## OCI image layouts bin/images/{knmstate,pause} (docs/images.md)
+images: build ## OCI image layouts bin/images/{knmstate,knmstate-console-plugin,pause} (docs/images.md)
 	$(GO_BUILD) -o bin/pause ./hack/pause
 	$(GO) run ./hack/images --knmstate bin/knmstate --pause bin/pause --out bin/images \
 		--version $(VERSION) --revision "$(REVISION)" --created $(SOURCE_DATE_EPOCH)

@@ -134,14 +134,19 @@ if ! fresh helm "$helm_stamp" bin/helm; then
 	echo "$helm_stamp" >bin/.helm.stamp
 fi
 
-# The web views' npm packages, exactly as the committed lock file says;
-# again only when the lock file changed or node_modules is gone.
-web_stamp=$(sha256sum web/package-lock.json | cut -c1-16)
-if [[ "$(cat bin/.web.stamp 2>/dev/null)" != "$web_stamp" || ! -d web/node_modules ]]; then
-	echo "setup: npm ci in web/"
-	(cd web && npm ci --no-audit --no-fund --loglevel=error)
-	echo "$web_stamp" >bin/.web.stamp
-fi
+# The web views' npm packages, and the console plugin's (web/plugin: the
+# console's SDK wants its own React and topology versions), exactly as the
+# committed lock files say; again only when a lock file changed or its
+# node_modules is gone.
+for dir in web web/plugin; do
+	name=${dir//\//-}
+	stamp=$(sha256sum "$dir/package-lock.json" | cut -c1-16)
+	if [[ "$(cat "bin/.$name.stamp" 2>/dev/null)" != "$stamp" || ! -d $dir/node_modules ]]; then
+		echo "setup: npm ci in $dir/"
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+		echo "$stamp" >"bin/.$name.stamp"
+	fi
+done
 
 # controller-gen is installed from its own module at a pinned version, so its
 # dependencies never move the Kubernetes pin above.

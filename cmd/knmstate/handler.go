@@ -15,6 +15,7 @@ import (
 
 	"github.com/knmstate/knmstate/internal/handler"
 	"github.com/knmstate/knmstate/internal/scrape"
+	"github.com/knmstate/knmstate/pkg/ovsdb"
 )
 
 // handlerOptions are the flags of `knmstate handler`.
@@ -24,6 +25,8 @@ type handlerOptions struct {
 	netns           string
 	resolvConf      string
 	utsNS           string
+	ovsdb           string
+	ovsDatapath     string
 	runtimeStateDir string
 	stateDir        string
 	dialNetNS       string
@@ -74,6 +77,8 @@ dial from the handler process's own namespace.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 	f.StringVar(&o.netns, "netns", "", "the node's network namespace: a name under /run/netns or a path (default: this process's)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "", "the node's resolv.conf file (default: DNS not reported)")
+	f.StringVar(&o.ovsdb, "ovsdb", ovsdb.DefaultAddress, "the node's Open vSwitch database socket (unix:PATH); OVS states fail with a clear error while it is not reachable, and the handler connects once it is; \"\" = the node has no OVS")
+	f.StringVar(&o.ovsDatapath, "ovs-datapath", "", "datapath_type of OVS bridges whose state names none (default: OVS's, the kernel datapath; netdev = userspace)")
 	f.StringVar(&o.utsNS, "uts-ns", "", "the node's UTS namespace, e.g. /proc/PID/ns/uts (default: hostname not reported)")
 	f.StringVar(&o.stateDir, "state-dir", "/var/lib/knmstate", "directory for the handler's checkpoint records (used by policy apply); nmstatectl's default, so a checkpoint left by a manual `nmstatectl apply --no-commit` is seen (and rolled back) by the next policy apply")
 	f.StringVar(&o.runtimeStateDir, "runtime-state-dir", "", "state directory of the node runtime (nmstatectl service) that owns DHCP/autoconf; it then follows policy applies")
@@ -118,6 +123,8 @@ func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, err
 		NetNS:           o.netns,
 		ResolvConf:      o.resolvConf,
 		UTSNS:           o.utsNS,
+		OVSDB:           o.ovsdb,
+		OVSDatapath:     o.ovsDatapath,
 		DialNetNS:       dial,
 		StateDir:        o.stateDir,
 		RuntimeStateDir: o.runtimeStateDir,

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +37,7 @@ kube-apiserver inside a switch network namespace, nodes as network
 namespaces with NICs on the switch, a handler per node and the controller.
 Needs root. Several labs coexist when their --name and --dir differ.`,
 	}
-	root.AddCommand(newLabUpCmd(), newLabRunCmd(), newLabDownCmd(), newLabStatusCmd(), newLabExecCmd(), newLabNodeInitCmd(), newLabGuestCmd())
+	root.AddCommand(newLabUpCmd(), newLabRunCmd(), newLabDownCmd(), newLabStatusCmd(), newLabExecCmd(), newLabRebootCmd(), newLabNodeInitCmd(), newLabGuestCmd())
 	return root
 }
 
@@ -79,6 +81,7 @@ func newLabUpCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
 	registerKubeletFlags(cmd, &opts)
 	registerGuestFlags(cmd, &opts)
+	registerFirstBootFlag(cmd, &opts)
 	return cmd
 }
 
@@ -127,6 +130,7 @@ func newLabRunCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
 	registerKubeletFlags(cmd, &opts)
 	registerGuestFlags(cmd, &opts)
+	registerFirstBootFlag(cmd, &opts)
 	return cmd
 }
 
@@ -241,4 +245,65 @@ func newLabExecCmd() *cobra.Command {
 	// Everything after NODE belongs to the command, dashes included.
 	cmd.Flags().SetInterspersed(false)
 	return cmd
+}
+
+func newLabRebootCmd() *cobra.Command {
+	var sel labSelect
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "reboot NODE",
+		Short: "Reboot a node: its network state wiped, its handler restarted; wait until its Available policies are back",
+		Long: `Does to a lab node what a reboot does to a machine whose network changes are
+not persisted: its handler, node runtime and Open vSwitch stop, its namespaces
+and NICs are made anew (no addresses, no routes, no bridges, an empty OVS
+database, no DHCP lease), eth0 gets its address by DHCP from scratch and the
+handler starts again. Then waits until every enactment of the node that was
+Available before is Available again (applied anew) and reports the time.
+Default mode only.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := sel.resolve()
+			if err != nil {
+				return err
+			}
+			st, err := lab.ReadState(dir)
+			if err != nil {
+				return err
+			}
+			node := args[0]
+			if _, err := st.Node(node); err != nil {
+				return err
+			}
+			before, err := lab.AvailableEnactments(cmd.Context(), st.Kubeconfig, node)
+			if err != nil {
+				return err
+			}
+			res, err := lab.Reboot(cmd.Context(), dir, node)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "node %s rebooted: down in %v, namespaces, NICs and DHCP lease back after %v, handler restarted\n",
+				node, time.Duration(res.Down).Round(time.Millisecond), time.Duration(res.Up).Round(time.Millisecond))
+			if len(before) == 0 {
+				fmt.Fprintf(out, "no Available enactments on %s before the reboot: nothing to wait for\n", node)
+				return nil
+			}
+			names := slices.Sorted(maps.Keys(before))
+			at, err := lab.WaitAvailableAgain(cmd.Context(), st.Kubeconfig, node, before, res.Start, timeout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "%d enactments Available again %v after the reboot: %s\n",
+				len(names), at.Sub(res.Start).Round(time.Millisecond), strings.Join(names, ", "))
+			return nil
+		},
+	}
+	sel.register(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the enactments")
+	return cmd
+}
+
+func registerFirstBootFlag(cmd *cobra.Command, opts *lab.Options) {
+	cmd.Flags().StringVar(&opts.FirstBootDir, "first-boot-dir", "", "OpenShift-style NODE.yml / cluster.yml files every node applies with `nmstatectl first-boot` at each boot (lab up, lab reboot) before its handler starts (docs/openshift.md)")
 }

@@ -65,6 +65,8 @@ func newRootCmd(name string) *cobra.Command {
 		nmstatectl.NewCommand(nmstatectlName),
 		newHealthCmd(),
 		newUICmd(),
+		newOpenShiftCmd(),
+		newConsolePluginCmd(),
 	)
 	return root
 }

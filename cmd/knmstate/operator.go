@@ -73,6 +73,7 @@ and removes them when the NMState is deleted.`,
 	f.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", "0", `address of /healthz and /readyz; "0" disables them`)
 	f.StringVar(&openshift, "openshift", "auto", `OpenShift mode (ClusterOperator, service CA, TLS profile, NMState created on --enabled-platforms): "true", "false", or "auto" (when the cluster serves config.openshift.io)`)
 	f.StringVar(&platforms, "enabled-platforms", manifest.DefaultEnabledPlatforms, "OpenShift platform types (comma-separated) where the operator creates the NMState by itself unless the administrator opts out")
+	f.StringVar(&opts.ConsolePluginImage, "console-plugin-image", "", "image of the OpenShift console plugin, deployed in OpenShift mode when the cluster's Console capability is enabled; empty: none")
 	f.BoolVar(&verbose, "verbose", false, "log every decision")
 	return cmd
 }

@@ -62,6 +62,7 @@ func run(o options, args []string, stdout io.Writer) error {
 		spec image.Spec
 	}{
 		{"knmstate", image.Knmstate(o.in)},
+		{"knmstate-console-plugin", image.ConsolePlugin(o.in)},
 		{"pause", image.Pause(o.in)},
 	} {
 		built, err := image.Build(img.spec)

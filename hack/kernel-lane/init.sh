@@ -4,7 +4,8 @@
 # sentinel line per binary with its exit status, and powers the guest off.
 # Sentinels start with @@KNM-LANE@@ so the host can find them in the serial log.
 /bin/busybox --install -s /bin
-export PATH=/bin
+# /usr/sbin: ovsdb-server and ovs-vswitchd (the OVS tests).
+export PATH=/bin:/usr/sbin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev

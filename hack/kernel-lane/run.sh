@@ -120,10 +120,26 @@ log "built ${#pkgs[@]} test binaries: ${pkgs[*]} ($(elapsed)s)"
 # dependencies), in modprobe's load order, uncompressed, listed in
 # /etc/lane/modules. wpa_supplicant (with its libraries) is the kernel
 # backend's supplicant for 802.1X and MACsec MKA.
+#
+# Open vSwitch (Debian's openvswitch-switch) for the OVS tests on the kernel
+# datapath: its programs, nsenter, their shared libraries and the schema,
+# each at its own path.
+host_paths=(/bin/busybox /usr/share/openvswitch/vswitch.ovsschema)
+for prog in /usr/sbin/ovsdb-server /usr/sbin/ovs-vswitchd /usr/bin/ovsdb-tool /usr/bin/ovs-vsctl /usr/bin/nsenter; do
+	[[ -x $prog ]] || die "$prog not found; run make setup (openvswitch-switch, util-linux)"
+	host_paths+=("$prog")
+	while read -r lib; do
+		host_paths+=("$lib")
+	done < <(ldd "$prog" | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')
+done
+host_args=()
+while read -r p; do
+	host_args+=(-host-path "$p")
+done < <(printf '%s\n' "${host_paths[@]}" | sort -u)
 initrd=$work/initrd.cpio
 go run ./hack/initramfs -out "$initrd" -kernel-dir "$kdir" -modules "$lane/modules" \
 	-module-dir /lib/modules -module-list /etc/lane/modules \
-	-host-path /bin/busybox -program /usr/sbin/wpa_supplicant -tree "$root" </dev/null
+	"${host_args[@]}" -program /usr/sbin/wpa_supplicant -tree "$root" </dev/null
 log "initramfs $(du -h "$initrd" | cut -f1) ($(elapsed)s)"
 
 # ---- 3. boot ----------------------------------------------------------------

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/internal/extension"
 )
 
 // PolicySpec reads the spec of a policy object as the API server sends it
@@ -35,4 +36,29 @@ func SpecChanged(oldObj, newObj []byte) (bool, error) {
 		return false, fmt.Errorf("decoding the policy: %w", err)
 	}
 	return !reflect.DeepEqual(o.Spec, n.Spec), nil
+}
+
+// PolicyAnnotations reads the annotations of a policy object.
+func PolicyAnnotations(obj []byte) (map[string]string, error) {
+	var p struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(obj, &p); err != nil {
+		return nil, fmt.Errorf("decoding the policy: %w", err)
+	}
+	return p.Metadata.Annotations, nil
+}
+
+// ValidateAnnotations checks a policy's knmstate.io annotations
+// (docs/extensions.md) the way the handler reads them; other annotations
+// are not looked at.
+func ValidateAnnotations(annotations map[string]string) ErrorList {
+	_, errs := extension.Parse(annotations)
+	out := make(ErrorList, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, Error{Field: e.Field, Detail: e.ErrorBody()})
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/pkg/nmpolicy"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
@@ -47,7 +48,13 @@ func ValidatePolicy(spec shared.NodeNetworkConfigurationPolicySpec) ErrorList {
 	if err != nil {
 		return append(errs, Error{Field: desiredStateField, Detail: err.Error()})
 	}
-	refs, malformed := nmpolicy.References(doc)
+	// knmstate's {{ node... }} templates (docs/extensions.md) are each
+	// node's to fill; the capture language's checks do not see them.
+	capDoc, nodeProblems := extension.CheckNodeTemplates(doc)
+	for _, p := range nodeProblems {
+		errs = append(errs, Error{Field: join(desiredStateField, p.Location), Detail: fmt.Sprintf("%q: %s", p.Template, p.Detail)})
+	}
+	refs, malformed := nmpolicy.References(capDoc)
 	for _, e := range malformed {
 		errs = append(errs, Error{Field: join(desiredStateField, e.Location), Detail: positioned(e)})
 	}

@@ -2,7 +2,10 @@
 // kernel work in the same run: apply latency of generated states (the
 // 50-interface state, 1,000 bridges) versus `ip -batch`, and Show of a
 // namespace with 1,000 links and 2,000 routes versus `ip -j link/addr/route
-// show`. Each run gets a fresh network namespace; results are per-run
+// show`; and the OVS backend: 50 OVS bridges with an internal interface and
+// an address each versus one ovs-vsctl transaction + `ip -batch`, and their
+// Show versus `ovs-vsctl show` + `ip -j addr` (each node its own Open
+// vSwitch from internal/ovsrun). Each run gets a fresh network namespace; results are per-run
 // durations, medians and the ratio ours/iproute2. The Go benchmarks of this
 // package and the `knmstate bench` command both call it.
 //

@@ -268,6 +268,8 @@ func Comparisons() []Named {
 		{"engine.apply50", Apply50Compare},
 		{"engine.show1000", Show1000Compare},
 		{"engine.bridges1000", Bridges1000Compare},
+		{"ovs.apply50", OVSApply50Compare},
+		{"ovs.show50", OVSShow50Compare},
 	}
 }
 

@@ -2,6 +2,7 @@ package benchcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/knmstate/knmstate/internal/bench"
@@ -10,15 +11,23 @@ import (
 // engineMeasurement wraps one of internal/bench's comparisons: the
 // engine's median wall time against iproute2 doing the same kernel work.
 func engineMeasurement(c bench.Named, defRuns int, target, note string) func(context.Context, Env) ([]Result, error) {
+	return baselineMeasurement(c, defRuns, target, "iproute2", note)
+}
+
+// baselineMeasurement is engineMeasurement with the baseline named.
+func baselineMeasurement(c bench.Named, defRuns int, target, baseline, note string) func(context.Context, Env) ([]Result, error) {
 	return func(ctx context.Context, env Env) ([]Result, error) {
 		res, err := c.Run(ctx, bench.Options{Runs: env.runs(defRuns)})
+		if errors.Is(err, bench.ErrUnavailable) {
+			return nil, notMeasurable("%v", err)
+		}
 		if err != nil {
 			return nil, err
 		}
 		r := Result{Name: c.Name, Value: num(res.OursMedian.Seconds()), Unit: "s", Target: target}
 		r = r.withRatio(res.BaselineMedian.Seconds())
-		r.Note = fmt.Sprintf("median of %d, baseline iproute2; cpu %.4gs vs %.4gs (ratio %.2f)",
-			len(res.Ours), res.OursCPU.Seconds(), res.BaselineCPU.Seconds(), res.CPURatio)
+		r.Note = fmt.Sprintf("median of %d, baseline %s; cpu %.4gs vs %.4gs (ratio %.2f)",
+			len(res.Ours), baseline, res.OursCPU.Seconds(), res.BaselineCPU.Seconds(), res.CPURatio)
 		if note != "" {
 			r.Note += "; " + note
 		}

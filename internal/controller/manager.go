@@ -147,7 +147,7 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// NewManager builds the controller's manager with its three reconcilers;
+// NewManager builds the controller's manager with its five reconcilers;
 // Start runs it. Run is NewManager plus Start.
 func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := opts.Validate(); err != nil {

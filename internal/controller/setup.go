@@ -24,6 +24,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
 )
@@ -97,7 +98,7 @@ func (r reader) waitForCache(ctx context.Context, obj client.Object, seen func(c
 	})
 }
 
-// setup registers the indexes and the three reconcilers with mgr.
+// setup registers the indexes and the five reconcilers with mgr.
 func setup(ctx context.Context, mgr manager.Manager, opts Options, m *metrics.Controller) error {
 	idx := mgr.GetFieldIndexer()
 	enactment := &v1beta1.NodeNetworkConfigurationEnactment{}
@@ -124,6 +125,10 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options, m *metrics.Co
 		"policy-status":  &statusReconciler{reader: rd},
 		"rollout-permit": &permitReconciler{reader: rd},
 		"enactment-gc":   &gcReconciler{reader: rd},
+		// knmstate.io/revert-on-delete (docs/extensions.md).
+		"revert-finalizer": &finalizerReconciler{reader: rd},
+		// knmstate.io/ipv4-pool.
+		"address-pool": &poolReconciler{reader: rd},
 	} {
 		if err := watches(mgr, name, rd).Complete(r); err != nil {
 			return fmt.Errorf("controller %s: %w", name, err)
@@ -139,7 +144,7 @@ func watches(mgr manager.Manager, name string, rd reader) *builder.Builder {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-		For(&nmstatev1.NodeNetworkConfigurationPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&nmstatev1.NodeNetworkConfigurationPolicy{}, builder.WithPredicates(extension.PolicyChanged())).
 		Watches(&v1beta1.NodeNetworkConfigurationEnactment{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				if p := o.GetLabels()[shared.EnactmentPolicyLabel]; p != "" {

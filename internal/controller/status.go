@@ -28,8 +28,10 @@ func (r *statusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, nil
 	}
 	s := rollout.PolicyStatus(in)
+	drift := rollout.PolicyDrift(in)
 	conditions, changed := rollout.Conditions(in.Policy.Status.Conditions, s, in.Now)
-	if !changed {
+	conditions, driftChanged := rollout.DriftCondition(conditions, drift, in.Now)
+	if !changed && !driftChanged {
 		return reconcile.Result{}, nil
 	}
 	p := in.Policy.DeepCopy()
@@ -56,8 +58,9 @@ func (r *statusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		if !ok {
 			return false
 		}
-		_, changed := rollout.Conditions(cached.Status.Conditions, s, in.Now)
-		return !changed
+		l, changed := rollout.Conditions(cached.Status.Conditions, s, in.Now)
+		_, driftChanged := rollout.DriftCondition(l, drift, in.Now)
+		return !changed && !driftChanged
 	})
 	return reconcile.Result{}, nil
 }

@@ -36,6 +36,12 @@
 // checkpoint found at start is rolled back first. An Available enactment
 // whose state still holds is not applied again.
 //
+// The opt-in knmstate.io annotations of a policy (internal/extension,
+// docs/extensions.md) are read here too, always: dry run (dryrun.go),
+// per-policy probes (transaction.go), drift detection from the node's
+// kernel events and enforcement (drift.go), revert on delete (revert.go),
+// ordering (after.go), per-node values and the address pool (render.go).
+//
 // API connections are dialed from Options.DialNetNS (NetNSDialer), so in
 // the lab a node's handler reaches the API server through the node's own
 // network, as a hostNetwork pod does.

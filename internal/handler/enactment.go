@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,12 +19,16 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
-type enactment = nmstatev1beta1.NodeNetworkConfigurationEnactment
+type (
+	enactment     = nmstatev1beta1.NodeNetworkConfigurationEnactment
+	enactmentList = nmstatev1beta1.NodeNetworkConfigurationEnactmentList
+)
 
 // Reconcile brings one policy to this node, following docs/rollout.md:
 // enactment, render, ask for a permit, apply under it, report.
@@ -66,6 +71,30 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	gen := policy.Generation
+	// The knmstate.io annotations are checked here too: a policy admitted
+	// without the webhook must not be applied with settings it misspelt.
+	ext, extErrs := extension.Parse(policy.Annotations)
+	if err := extErrs.ToAggregate(); err != nil {
+		log.Info("the policy's knmstate.io annotations are invalid", "error", err.Error())
+		return reconcile.Result{}, r.writeStatus(ctx, e, gen, rendered{}, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+			setEnactmentFailedToConfigure(&st.Conditions, time.Now(), err.Error())
+		})
+	}
+	if policy.DeletionTimestamp != nil && slices.Contains(policy.Finalizers, extension.RevertFinalizer) {
+		return reconcile.Result{}, r.revertOnDelete(ctx, e, policy, ext.Probes)
+	}
+	if ext.Pool != nil {
+		if _, ok := ext.Pool.Addresses[node.Name]; !ok {
+			// The controller's record of the address wakes us.
+			msg := fmt.Sprintf("waiting for the controller to assign this node an address of %s (knmstate.io/ipv4-pool); every address is taken when this lasts", ext.Pool.Prefix)
+			return reconcile.Result{}, r.writeStatus(ctx, e, gen, rendered{}, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+				setEnactmentWaiting(&st.Conditions, time.Now(), extension.WaitingPoolReason, msg)
+			})
+		}
+	}
+	if ext.DryRun {
+		return reconcile.Result{}, r.dryRun(ctx, e, policy, node, ext)
+	}
 	ph := phaseOf(&e.Status, gen)
 	if ph == phaseFailed || ph == phaseAborted {
 		return reconcile.Result{}, nil // ended for this generation
@@ -76,7 +105,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, fmt.Errorf("reading the network state: %w", err)
 	}
 	now := time.Now()
-	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, renderOptions{DefaultBridgeVLANs: !r.opts.NoDefaultBridgeVLANs})
+	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, r.renderOptions(node, ext))
 	if err != nil {
 		log.Info("rendering the desired state failed", "error", err.Error())
 		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
@@ -89,6 +118,8 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		}
 		log.Info("network no longer shows the applied policy; applying it again")
 	}
+	// A repair: re-applying a policy that was Available (drift).
+	repair := ph == phaseAvailable
 	if out.Desired == nil {
 		// Upstream: "Ignoring empty desired state"; no permit needed.
 		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
@@ -96,6 +127,22 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		})
 	}
 
+	if len(ext.After) > 0 && ph != phaseAvailable {
+		msg, failed, err := r.afterBlock(ctx, node, ext.After)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if msg != "" {
+			// A watch of the other policies' enactments wakes us.
+			return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+				reason := shared.ConditionReason(extension.WaitingReason)
+				if failed {
+					reason = extension.WaitingFailedReason
+				}
+				setEnactmentWaiting(&st.Conditions, now, reason, msg)
+			})
+		}
+	}
 	if annotationGeneration(e, rollout.PermitAnnotation) != gen {
 		if annotationGeneration(e, rollout.AbortAnnotation) == gen {
 			msg := abortedMessage(name)
@@ -144,8 +191,15 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		log.Info("the kernel cannot filter VLANs on bridges: applying without upstream's default VLAN trunk", "ports", out.NoDefaultTrunk)
 	}
 	log.Info("applying", "generation", gen)
-	tx, applyErr := r.tx.run(ctx, out.Desired)
+	var record func(*nmstate.State) error
+	if ext.RevertOnDelete {
+		record = func(revert *nmstate.State) error { return r.recordRevert(fresh, revert) }
+	}
+	tx, applyErr := r.tx.run(ctx, out.Desired, ext.Probes, record)
 	r.rollbackEvent(e, gen, tx)
+	if repair {
+		r.opts.Metrics.Repaired(r.opts.Node, applyErr == nil)
+	}
 	now = time.Now()
 	if applyErr == nil {
 		r.setRetryWait(req.Name, time.Time{})
@@ -308,6 +362,13 @@ func (r *PolicyReconciler) writeStatus(ctx context.Context, e *enactment, gen in
 	if st.RetryCount == nil {
 		st.RetryCount = map[string]int{}
 	}
+	// A dry run's, a drift's and a wait's report last only until the next
+	// write: their setters put their condition back, every other state
+	// replaces them (drift detection reports a drift that remains at the
+	// next kernel event).
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c shared.Condition) bool {
+		return c.Type == extension.DryRunCondition || c.Type == extension.DriftedCondition || c.Type == extension.WaitingCondition
+	})
 	set(st)
 	patch := client.MergeFrom(base)
 	data, err := patch.Data(e)
@@ -362,4 +423,18 @@ func annotationGeneration(e *enactment, key string) int64 {
 		return 0
 	}
 	return g
+}
+
+// renderOptions are what rendering needs to know of this node: its
+// values, and its address of the policy's pool (the caller has checked it
+// has one).
+func (r *PolicyReconciler) renderOptions(node *corev1.Node, ext extension.Settings) renderOptions {
+	o := renderOptions{
+		DefaultBridgeVLANs: !r.opts.NoDefaultBridgeVLANs,
+		Node:               extension.NodeValues{Name: node.Name, Labels: node.Labels, Annotations: node.Annotations},
+	}
+	if ext.Pool != nil {
+		o.Pool, o.PoolAddr = ext.Pool, ext.Pool.Addresses[node.Name]
+	}
+	return o
 }

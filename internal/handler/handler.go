@@ -47,6 +47,15 @@ type Options struct {
 	// UTSNS is the node's UTS namespace (a path); "" = hostname not
 	// reported.
 	UTSNS string
+	// OVSDB is the node's Open vSwitch database socket ("unix:PATH"); ""
+	// = the node has no OVS (OVS states are refused, saying so). The
+	// handler reconnects while the database is not reachable, so an OVS
+	// that starts after the handler is used once it listens.
+	OVSDB string
+	// OVSDatapath is the datapath_type of OVS bridges whose desired state
+	// names none ("" = OVS's default, the kernel datapath; "netdev" where
+	// the kernel has no openvswitch module).
+	OVSDatapath string
 	// Backend is kernel, networkmanager or auto ("" = kernel):
 	// networkmanager drives the node through NetworkManager on DBusAddress
 	// (profiles, its checkpoints, its DHCP) and reports its version as

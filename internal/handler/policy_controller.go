@@ -31,10 +31,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/internal/rollout"
 	"github.com/knmstate/knmstate/pkg/apply"
@@ -64,6 +66,9 @@ type PolicyOptions struct {
 	// NetNS, ResolvConf and UTSNS name the node's namespaces (recorded in
 	// checkpoints; NetNS is where the probes run).
 	NetNS, ResolvConf, UTSNS string
+	// OVSDB is the node's Open vSwitch database socket (recorded in
+	// checkpoints; "" = none).
+	OVSDB string
 	// StateDir holds the checkpoint record and its lock (required).
 	StateDir string
 	// Probes tunes the probes (timeouts, DNS host). NetNS, Show and Node
@@ -94,6 +99,10 @@ type PolicyOptions struct {
 	Metrics *metrics.Handler
 	// OnApply, when set, is called right before each apply.
 	OnApply func(policy string)
+	// Watch, when set, signals changes of the node's network (the kernel
+	// backend's Watch): they wake drift detection (drift.go). Nil detects
+	// drift only when something else wakes the reconciler.
+	Watch func(ctx context.Context) (<-chan struct{}, error)
 }
 
 func (o *PolicyOptions) validate() error {
@@ -152,6 +161,11 @@ type PolicyReconciler struct {
 	// notBefore holds, per policy, when the next retry is due, so another
 	// event (a label change) does not cut the back-off short.
 	notBefore map[string]time.Time
+	// repairs holds the back-off of drift repairs, per policy.
+	repairs map[string]*repairState
+
+	// driftEvents queues policies for repair (knmstate.io/enforce).
+	driftEvents chan event.GenericEvent
 }
 
 // NewPolicyReconciler checks the options; SetupWithManager connects the
@@ -160,13 +174,15 @@ func NewPolicyReconciler(opts PolicyOptions) (*PolicyReconciler, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("policy reconciler options: %w", err)
 	}
-	r := &PolicyReconciler{opts: opts, log: opts.Log.WithValues("node", opts.Node), notBefore: map[string]time.Time{}}
+	r := &PolicyReconciler{opts: opts, log: opts.Log.WithValues("node", opts.Node), notBefore: map[string]time.Time{},
+		repairs: map[string]*repairState{}, driftEvents: make(chan event.GenericEvent, 16)}
 	r.tx = &transaction{
 		backend:        opts.Backend,
 		stateDir:       opts.StateDir,
 		netns:          opts.NetNS,
 		resolvConf:     opts.ResolvConf,
 		utsNS:          opts.UTSNS,
+		ovsdb:          opts.OVSDB,
 		probes:         opts.Probes,
 		noProbes:       opts.NoProbes,
 		timeout:        checkpointTimeout(opts.Probes),
@@ -237,6 +253,11 @@ func (r *PolicyReconciler) SetupWithManager(mgr manager.Manager) error {
 	})); err != nil {
 		return fmt.Errorf("policy reconciler: %w", err)
 	}
+	if r.opts.Watch != nil {
+		if err := mgr.Add(manager.RunnableFunc(r.watchDrift)); err != nil {
+			return fmt.Errorf("policy reconciler: %w", err)
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policy-"+r.opts.Node).
 		WithOptions(controller.Options{
@@ -248,7 +269,7 @@ func (r *PolicyReconciler) SetupWithManager(mgr manager.Manager) error {
 			// The lab runs many nodes' handlers in one process.
 			SkipNameValidation: ptr.To(true),
 		}).
-		For(&nmstatev1.NodeNetworkConfigurationPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&nmstatev1.NodeNetworkConfigurationPolicy{}, builder.WithPredicates(extension.PolicyChanged())).
 		Watches(&nmstatev1beta1.NodeNetworkConfigurationEnactment{}, crhandler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				if p := o.GetLabels()[shared.EnactmentPolicyLabel]; p != "" && o.GetLabels()[shared.EnactmentNodeLabel] == r.opts.Node {
@@ -257,6 +278,13 @@ func (r *PolicyReconciler) SetupWithManager(mgr manager.Manager) error {
 				return nil
 			}), builder.WithPredicates(rolloutAnnotationsChanged{})).
 		Watches(&corev1.Node{}, crhandler.EnqueueRequestsFromMapFunc(r.allPolicies), builder.WithPredicates(nodeLabelsChanged{node: r.opts.Node})).
+		WatchesRawSource(source.Channel(r.driftEvents, &crhandler.EnqueueRequestForObject{})).
+		// knmstate.io/after: a policy's progress on this node, or its
+		// creation, wakes the policies after it.
+		Watches(&nmstatev1beta1.NodeNetworkConfigurationEnactment{}, crhandler.EnqueueRequestsFromMapFunc(r.dependentsOfEnactment),
+			builder.WithPredicates(conditionsChanged{})).
+		Watches(&nmstatev1.NodeNetworkConfigurationPolicy{}, crhandler.EnqueueRequestsFromMapFunc(r.dependentsOfPolicy),
+			builder.WithPredicates(createdOrDeleted{})).
 		Complete(r)
 }
 

@@ -217,13 +217,6 @@ func phaseIs(gen int64, want enactmentPhase) func(*enactment) bool {
 	return func(e *enactment) bool { return phaseOf(&e.Status, gen) == want }
 }
 
-func condition(e *enactment, t shared.ConditionType) shared.Condition {
-	if c := e.Status.Conditions.Find(t); c != nil {
-		return *c
-	}
-	return shared.Condition{}
-}
-
 // show reads the node's state.
 func (n *polNode) show(t testing.TB) *nmstate.State {
 	t.Helper()

@@ -84,6 +84,7 @@ func PolicyOptionsFor(o Options, s PolicySettings, b PolicyBackend, api *rest.Co
 		NetNS:           o.NetNS,
 		ResolvConf:      o.ResolvConf,
 		UTSNS:           o.UTSNS,
+		OVSDB:           o.OVSDB,
 		StateDir:        o.StateDir,
 		NoProbes:        s.NoProbes,
 		MaxRetries:      s.MaxRetries,
@@ -108,11 +109,12 @@ func PolicyOptionsFor(o Options, s PolicySettings, b PolicyBackend, api *rest.Co
 }
 
 // startPolicies runs the policy side next to the NodeNetworkState
-// reporter, when enabled (settings not Disabled, and a StateDir for the
+// reporter (watch: the node's network changes, for drift detection), when enabled (settings not Disabled, and a StateDir for the
 // checkpoints). The channel yields RunPolicies' result once it
 // returns (nil at once when disabled); a failure calls stop, so the whole
 // handler ends and is restarted rather than run half.
-func startPolicies(ctx context.Context, stop context.CancelFunc, opts Options, settings PolicySettings, b PolicyBackend, cfg *rest.Config, log logr.Logger) <-chan error {
+func startPolicies(ctx context.Context, stop context.CancelFunc, opts Options, settings PolicySettings, b PolicyBackend,
+	watch func(context.Context) (<-chan struct{}, error), cfg *rest.Config, log logr.Logger) <-chan error {
 	done := make(chan error, 1)
 	if settings.Disabled || opts.StateDir == "" {
 		if !settings.Disabled {
@@ -122,7 +124,9 @@ func startPolicies(ctx context.Context, stop context.CancelFunc, opts Options, s
 		return done
 	}
 	go func() {
-		err := RunPolicies(ctx, cfg, PolicyOptionsFor(opts, settings, b, cfg), log)
+		po := PolicyOptionsFor(opts, settings, b, cfg)
+		po.Watch = watch
+		err := RunPolicies(ctx, cfg, po, log)
 		if err != nil {
 			stop()
 		}

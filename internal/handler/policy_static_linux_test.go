@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/knmstate/knmstate/api/shared"
-	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/nstest"
 	"github.com/knmstate/knmstate/internal/rollout"
 )
@@ -164,5 +163,3 @@ func TestPolicyStaticAddressLifecycle(t *testing.T) {
 		}
 	}
 }
-
-type enactmentList = nmstatev1beta1.NodeNetworkConfigurationEnactmentList

@@ -3,10 +3,13 @@ package handler
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmpolicy"
 	"github.com/knmstate/knmstate/pkg/nmstate"
@@ -45,6 +48,11 @@ type renderOptions struct {
 	// default would make every linux-bridge policy fail on such a node,
 	// for a setting the user never asked for.
 	DefaultBridgeVLANs bool
+	// Node fills the {{ node... }} templates (knmstate's per-node values).
+	Node extension.NodeValues
+	// Pool, when set, adds PoolAddr to its interface (knmstate.io/ipv4-pool).
+	Pool     *extension.Pool
+	PoolAddr netip.Addr
 }
 
 // renderPolicy resolves the policy's captures against current (reusing the
@@ -60,6 +68,19 @@ func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmsta
 	desiredDoc, err := nmpolicy.DecodeDocument(spec.DesiredState.Raw)
 	if err != nil {
 		return fail("desiredState: %w", err)
+	}
+	desiredDoc, problems := extension.RenderNode(desiredDoc, opts.Node)
+	if len(problems) > 0 {
+		errs := make([]error, len(problems))
+		for i, p := range problems {
+			errs[i] = fmt.Errorf("desiredState.%w", p)
+		}
+		return rendered{}, &renderError{errors.Join(errs...)}
+	}
+	if opts.Pool != nil {
+		if desiredDoc, err = extension.FillPool(desiredDoc, opts.Pool, opts.PoolAddr); err != nil {
+			return rendered{}, &renderError{err}
+		}
 	}
 	curJSON, err := nmstate.EncodeJSON(current)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
 	"github.com/knmstate/knmstate/pkg/backend/nm"
+	"github.com/knmstate/knmstate/pkg/backend/ovs"
 )
 
 // Run runs the handler of one node until ctx ends: it opens the node's
@@ -69,21 +70,28 @@ func run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("handler %s: %w", opts.Node, err)
 	}
 	defer b.Close()
+	ob := openOVS(ctx, b, opts, log)
+	defer ob.Close()
 	// Subscribe before the first read, so no change slips between them.
-	changes, err := b.Watch(ctx)
+	kernelChanges, err := b.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("handler %s: %w", opts.Node, err)
 	}
+	// OVSDB's configuration changes too (an OVS that starts later, a
+	// bridge changed with ovs-vsctl).
+	changes := ob.Watch(ctx, kernelChanges)
 	defer func() {
 		cancel()
 		for range changes { // Watch's goroutines are gone once it is closed
 		}
 	}()
-	if _, err := b.Show(ctx); err != nil {
+	if _, err := ob.Show(ctx); err != nil {
 		return fmt.Errorf("handler %s: reading network state: %w", opts.Node, err)
 	}
-	var node shower = b
-	var pb PolicyBackend = b
+	// Without NetworkManager, OVS goes to the node's OVSDB next to the
+	// kernel.
+	var node shower = ob
+	var pb PolicyBackend = ob
 	nmVersion := ""
 	if useNM(ctx, opts) {
 		nb, err := nm.Open(ctx, nm.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, ResolvConf: opts.ResolvConf, Bus: opts.DBusAddress, Persist: opts.PersistProfiles})
@@ -188,7 +196,7 @@ func run(ctx context.Context, opts Options) error {
 	}
 	log.Info("handler started", "netns", opts.NetNS, "dialNetns", opts.DialNetNS, "networkManager", nmVersion)
 	if opts.RuntimeStateDir != "" && nmVersion == "" {
-		rb, closeRT, err := runtimeBackend(b, opts, log)
+		rb, closeRT, err := runtimeBackend(b, ob, opts, log)
 		if err != nil {
 			return fmt.Errorf("handler %s: %w", opts.Node, err)
 		}
@@ -199,7 +207,7 @@ func run(ctx context.Context, opts Options) error {
 	if !settings.Disabled {
 		settings.NoDefaultBridgeVLANs = !bridgeVLANFiltering(log)
 	}
-	policies := startPolicies(ctx, cancel, opts, settings, pb, cfg, log)
+	policies := startPolicies(ctx, cancel, opts, settings, pb, b.Watch, cfg, log)
 	err = r.run(ctx)
 	cancel()
 	if perr := <-policies; err == nil && perr != nil {
@@ -209,6 +217,26 @@ func run(ctx context.Context, opts Options) error {
 		err = fmt.Errorf("handler %s: API cache: %w", opts.Node, cerr)
 	}
 	return err
+}
+
+// openOVS puts the node's Open vSwitch database (when it has one) next to
+// its kernel: the NodeNetworkState shows OVS bridges and policies can
+// configure them; without one, OVS states fail before any change with an
+// error that says so.
+func openOVS(ctx context.Context, b *kernel.Backend, opts Options, log logr.Logger) *ovs.Backend {
+	addr := opts.OVSDB
+	if addr == "" {
+		addr = ovs.NoAddress
+	}
+	ob := ovs.Open(ctx, b, ovs.Options{Address: addr, DefaultDatapath: opts.OVSDatapath})
+	if opts.OVSDB != "" {
+		if err := ob.Connected(); err != nil {
+			log.Info("the Open vSwitch database is not reachable (yet): OVS states are refused until it is", "ovsdb", opts.OVSDB, "reason", err.Error())
+		} else {
+			log.Info("Open vSwitch database connected", "ovsdb", opts.OVSDB)
+		}
+	}
+	return ob
 }
 
 // useNM decides the backend: networkmanager, or auto with NetworkManager

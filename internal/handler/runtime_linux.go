@@ -34,7 +34,7 @@ const lldpPoll = 2 * time.Second
 // applied state submitted, otherwise leases are taken once; Show reports
 // runtime-managed interfaces as applied (dhcp, auto-*), so a dhcp: true
 // policy verifies before its lease arrives.
-func runtimeBackend(b *kernel.Backend, opts Options, log logr.Logger) (*noded.ApplyBackend, func(), error) {
+func runtimeBackend(b *kernel.Backend, inner apply.Backend, opts Options, log logr.Logger) (*noded.ApplyBackend, func(), error) {
 	path := opts.NetNS
 	switch {
 	case path == "":
@@ -66,5 +66,5 @@ func runtimeBackend(b *kernel.Backend, opts Options, log logr.Logger) (*noded.Ap
 		<-lldpDone
 		ns.Close()
 	}
-	return &noded.ApplyBackend{Inner: b, StateDir: opts.RuntimeStateDir, Follow: follow}, stop, nil
+	return &noded.ApplyBackend{Inner: inner, StateDir: opts.RuntimeStateDir, Follow: follow}, stop, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/internal/metrics"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
@@ -25,7 +26,9 @@ type transaction struct {
 	stateDir string
 	// netns, resolvConf and utsNS are recorded in the checkpoint.
 	netns, resolvConf, utsNS string
-	probes                   probe.Options
+	// ovsdb is the node's OVS database socket, recorded likewise.
+	ovsdb  string
+	probes probe.Options
 	// noProbes skips probing entirely (a node without external
 	// connectivity to check, tests of the apply path).
 	noProbes       bool
@@ -103,12 +106,16 @@ func (t *transaction) recover(ctx context.Context) error {
 }
 
 // run applies desired and keeps it only if the probes pass afterwards,
-// and records how it went in the metrics.
-func (t *transaction) run(ctx context.Context, desired *nmstate.State) (txOutcome, error) {
+// and records how it went in the metrics. pp are the policy's own probe
+// settings (knmstate.io/probes) over the handler's. record, when set, is
+// given the apply's revert state once the probes passed, before the
+// commit; its failure rolls the apply back (knmstate.io/revert-on-delete
+// must not commit a change it could not undo later).
+func (t *transaction) run(ctx context.Context, desired *nmstate.State, pp extension.Probes, record func(revert *nmstate.State) error) (txOutcome, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := time.Now()
-	o, err := t.transact(ctx, desired)
+	o, err := t.transact(ctx, desired, pp, record)
 	t.metrics.ObserveApply(t.node, o.result, time.Since(start))
 	if o.reason != "" {
 		t.metrics.RolledBack(t.node, o.reason)
@@ -119,11 +126,16 @@ func (t *transaction) run(ctx context.Context, desired *nmstate.State) (txOutcom
 	return o, err
 }
 
-func (t *transaction) transact(ctx context.Context, desired *nmstate.State) (txOutcome, error) {
-	po := t.probes.WithDefaults()
+func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp extension.Probes, record func(*nmstate.State) error) (txOutcome, error) {
+	po := pp.Options(t.probes).WithDefaults()
+	// The rollback deadline follows the probes this apply really waits for.
+	timeout := t.timeout
+	if pt := checkpointTimeout(po); pt > timeout {
+		timeout = pt
+	}
 	var selected []probe.Probe
 	if !t.noProbes {
-		all := po.All()
+		all := pp.Select(po.All())
 		passed := probe.Passing(ctx, all, po.SelectTimeout, po.Interval)
 		selected = probe.Select(all, passed)
 		t.log.V(1).Info("probes selected", "passedBefore", passed)
@@ -146,11 +158,12 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State) (txO
 	res, err := apply.Apply(ctx, t.backend, desired, apply.Options{
 		OnCheckpoint:   onCheckpoint,
 		NoCommit:       true,
-		Timeout:        t.timeout,
+		Timeout:        timeout,
 		StateDir:       t.stateDir,
 		NetNS:          t.netns,
 		ResolvConf:     t.resolvConf,
 		UTSNS:          t.utsNS,
+		OVSDB:          t.ovsdb,
 		VerifyRetries:  t.verifyRetries,
 		VerifyInterval: t.verifyInterval,
 	})
@@ -161,11 +174,15 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State) (txO
 	if res.Checkpoint == "" {
 		return success, nil // nothing to apply
 	}
-	if err := probe.Run(ctx, selected, po.Interval); err != nil {
-		o := txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackProbe}
+	err = probe.Run(ctx, selected, po.Interval)
+	if err == nil && record != nil {
+		err = recordRevert(t.stateDir, record)
+	}
+	if err != nil {
+		o := txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackError}
 		var pf *probe.Failure
 		if errors.As(err, &pf) {
-			o.probe = pf.Probe
+			o.reason, o.probe = metrics.RollbackProbe, pf.Probe
 		}
 		// The rollback must happen even when ctx ended meanwhile.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -186,4 +203,16 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State) (txO
 		return txOutcome{result: metrics.ApplyFailed}, fmt.Errorf("committing checkpoint %s: %w", res.Checkpoint, err)
 	}
 	return success, nil
+}
+
+// recordRevert hands the pending checkpoint's revert state to record.
+func recordRevert(stateDir string, record func(*nmstate.State) error) error {
+	rec, err := apply.ReadCheckpoint(stateDir)
+	if err != nil {
+		return fmt.Errorf("recording what to revert on delete: %w", err)
+	}
+	if err := record(rec.Revert); err != nil {
+		return fmt.Errorf("recording what to revert on delete: %w", err)
+	}
+	return nil
 }

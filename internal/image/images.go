@@ -58,6 +58,20 @@ func Knmstate(in Inputs) Spec {
 	}
 }
 
+// ConsolePlugin is the OpenShift console plugin's image: the files of the
+// knmstate image (so its one layer is the same blob, stored and pulled
+// once) started as `knmstate console-plugin`, which serves the plugin
+// embedded in the binary.
+func ConsolePlugin(in Inputs) Spec {
+	return Spec{
+		Files:      KnmstateFiles(in),
+		Entrypoint: []string{"/usr/bin/knmstate", "console-plugin"},
+		Env:        []string{"PATH=/usr/bin"},
+		Labels:     labels(in, "knmstate-console-plugin", "knmstate's web views as an OpenShift console plugin: node network topology, policies, node network states"),
+		Created:    in.Created,
+	}
+}
+
 // Pause is the lab's pause image, the sandbox every pod's containers join
 // (what registry.k8s.io/pause is to a cluster on the Internet).
 func Pause(in Inputs) Spec {

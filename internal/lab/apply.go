@@ -90,6 +90,32 @@ func setImages(o *unstructured.Unstructured, placeholder, image string) error {
 	return nil
 }
 
+// replaceArg replaces the argument old of the named container's args with
+// new, as the release tooling substitutes a pull spec wherever it is.
+func replaceArg(o *unstructured.Unstructured, container, old, new string) error {
+	path := []string{"spec", "template", "spec", "containers"}
+	cs, found, err := unstructured.NestedSlice(o.Object, path...)
+	if err != nil || !found {
+		return fmt.Errorf("%s %s has no containers", o.GetKind(), o.GetName())
+	}
+	for i, c := range cs {
+		cm, ok := c.(map[string]any)
+		if !ok || cm["name"] != container {
+			continue
+		}
+		args, _ := cm["args"].([]any)
+		for j, a := range args {
+			if a == old {
+				args[j] = new
+			}
+		}
+		cm["args"] = args
+		cs[i] = cm
+		return unstructured.SetNestedSlice(o.Object, cs, path...)
+	}
+	return fmt.Errorf("%s %s has no container %s", o.GetKind(), o.GetName(), container)
+}
+
 // appendArgs appends args to the named container's args.
 func appendArgs(o *unstructured.Unstructured, container string, args []string) error {
 	path := []string{"spec", "template", "spec", "containers"}

@@ -80,6 +80,9 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		args = append(args, "--kernel", opts.Kernel, "--kernel-cache", opts.KernelCache,
 			"--guest-memory", strconv.Itoa(opts.GuestMemory), "--guest-cpus", strconv.Itoa(opts.GuestCPUs))
 	}
+	if opts.FirstBootDir != "" {
+		args = append(args, "--first-boot-dir", opts.FirstBootDir)
+	}
 	cmd := exec.Command(opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = "/"

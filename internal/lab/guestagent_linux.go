@@ -134,7 +134,7 @@ func (a *agent) build(ctx context.Context, teardown *[]func()) error {
 		return err
 	}
 	s.step("switch namespace, bridge, dnsmasq", t)
-	if err := s.addNodes(ctx, sw, nodes); err != nil {
+	if err := s.addNodes(ctx, sw, nodes, teardown); err != nil {
 		return err
 	}
 	s.setPhase(PhaseNetworkReady, "")

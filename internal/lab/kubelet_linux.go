@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -664,6 +665,14 @@ func (k *kubeletLab) serveImages(ctx context.Context, teardown *[]func()) (map[s
 		}
 		ins = append(ins, imageIn{rec, o.Images, name})
 	}
+	// The OpenShift console plugin's image, when `make images` made it
+	// (the operator deploys the plugin from it on a lab playing OpenShift).
+	switch rec, err := image.ReadRecord(o.Images, consolePluginImage); {
+	case err == nil:
+		ins = append(ins, imageIn{rec, o.Images, consolePluginImage})
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
 	// More versions of knmstate's image (upgrade tests), served too.
 	for _, dir := range o.MoreImages {
 		rec, err := image.ReadRecord(dir, "knmstate")
@@ -751,6 +760,9 @@ func (k *kubeletLab) deploy(ctx context.Context) error {
 	}
 	return applyObjects(ctx, dyn, mapper, objs)
 }
+
+// consolePluginImage is the console plugin image's name in bin/images.
+const consolePluginImage = "knmstate-console-plugin"
 
 // Names of the workloads in deploy/knmstate.
 const (

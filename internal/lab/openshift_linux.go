@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"path"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -87,6 +89,12 @@ func (k *kubeletLab) playOpenShift(ctx context.Context, kube kubernetes.Interfac
 	if _, err := dyn.Resource(gvr).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("infrastructure/cluster status: %w", err)
 	}
+	if err := clusterVersion(ctx, dyn, k.s.opts.Name); err != nil {
+		return err
+	}
+	if err := consoleConfig(ctx, dyn); err != nil {
+		return err
+	}
 	ca, err := newServiceCA(k.s.log)
 	if err != nil {
 		return err
@@ -99,6 +107,70 @@ func (k *kubeletLab) playOpenShift(ctx context.Context, kube kubernetes.Interfac
 	k.s.state.OpenShiftPlatform = platform
 	k.s.mu.Unlock()
 	return nil
+}
+
+// clusterVersion creates ClusterVersion version as the CVO keeps it: the
+// lab's capabilities enabled (Console among them: the operator deploys its
+// console plugin only then).
+func clusterVersion(ctx context.Context, dyn dynamic.Interface, clusterName string) error {
+	gvr := configv1.GroupVersion.WithResource("clusterversions")
+	cv := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": configv1.GroupVersion.String(),
+		"kind":       "ClusterVersion",
+		"metadata":   map[string]any{"name": manifest.ClusterVersionName},
+		"spec":       map[string]any{"clusterID": uuidOf(clusterName)},
+	}}
+	u, err := dyn.Resource(gvr).Create(ctx, cv, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("clusterversion/%s: %w", manifest.ClusterVersionName, err)
+	}
+	// Only the capabilities OpenShift knows: the CRD's enum refuses
+	// knmstate's own (manifest.Capability), which the lab's CVO enables
+	// all the same.
+	var caps []any
+	for _, c := range labCapabilities {
+		if c != manifest.Capability {
+			caps = append(caps, c)
+		}
+	}
+	status := map[string]any{
+		"desired":            map[string]any{"version": "4.99.0-lab", "image": "lab.invalid/openshift-release:4.99.0-lab"},
+		"observedGeneration": int64(1),
+		"versionHash":        "lab",
+		"availableUpdates":   nil,
+		"capabilities":       map[string]any{"enabledCapabilities": caps, "knownCapabilities": caps},
+	}
+	if err := unstructured.SetNestedField(u.Object, status, "status"); err != nil {
+		return err
+	}
+	if _, err := dyn.Resource(gvr).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("clusterversion/%s status: %w", manifest.ClusterVersionName, err)
+	}
+	return nil
+}
+
+// consoleConfig creates consoles.operator.openshift.io cluster, the
+// console operator's configuration (no plugins yet): what the console
+// operator would serve. No console runs in the lab.
+func consoleConfig(ctx context.Context, dyn dynamic.Interface) error {
+	gvr := schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "consoles"}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "operator.openshift.io/v1",
+		"kind":       "Console",
+		"metadata":   map[string]any{"name": manifest.ConsoleName},
+		"spec":       map[string]any{"managementState": "Managed"},
+	}}
+	if _, err := dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("consoles.operator.openshift.io/%s: %w", manifest.ConsoleName, err)
+	}
+	return nil
+}
+
+// uuidOf is a UUID-shaped cluster ID derived from the lab's name (the CRD
+// wants one; the CVO makes a random one).
+func uuidOf(name string) string {
+	h := sha256.Sum256([]byte(name))
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
 func waitEstablished(ctx context.Context, ext apiextensionsclient.Interface, name string) error {
@@ -123,10 +195,12 @@ func waitEstablished(ctx context.Context, ext apiextensionsclient.Interface, nam
 
 // PayloadObjects are the objects of deploy/openshift the lab's Cluster
 // Version Operator applies, in its order (file name, then document), with
-// the payload's image replaced by image and the operator's handler
-// arguments extended by handlerArgs (the lab's DNS probe name): what the
-// release tooling's substitution and a test cluster's tuning do.
-func PayloadObjects(image string, handlerArgs []string) ([]*unstructured.Unstructured, []string, error) {
+// the payload's images replaced by image and pluginImage (the console
+// plugin's; "" when the lab has none: the operator then deploys no plugin)
+// and the operator's handler arguments extended by handlerArgs (the lab's
+// DNS probe name): what the release tooling's substitution and a test
+// cluster's tuning do.
+func PayloadObjects(image, pluginImage string, handlerArgs []string) ([]*unstructured.Unstructured, []string, error) {
 	files, err := deploy.OpenShift()
 	if err != nil {
 		return nil, nil, err
@@ -156,6 +230,10 @@ func PayloadObjects(image string, handlerArgs []string) ([]*unstructured.Unstruc
 			}
 			if o.GetKind() == "Deployment" && o.GetName() == manifest.OperatorName {
 				if err := appendArgs(o, "operator", handlerArgFlags(handlerArgs)); err != nil {
+					return nil, nil, err
+				}
+				flag := "--console-plugin-image="
+				if err := replaceArg(o, "operator", flag+manifest.OpenShiftConsolePluginImage, flag+pluginImage); err != nil {
 					return nil, nil, err
 				}
 			}
@@ -197,7 +275,7 @@ func handlerArgFlags(args []string) []string {
 // platform where knmstate is enabled by default, also for the handler on
 // every node and their NodeNetworkStates.
 func (k *kubeletLab) installPayload(ctx context.Context, kube kubernetes.Interface) error {
-	objs, skipped, err := PayloadObjects(k.images["knmstate"], append([]string{"--probe-dns-host=" + apiHost}, k.s.opts.HandlerArgs...))
+	objs, skipped, err := PayloadObjects(k.images["knmstate"], k.images[consolePluginImage], append([]string{"--probe-dns-host=" + apiHost}, k.s.opts.HandlerArgs...))
 	if err != nil {
 		return err
 	}
@@ -275,7 +353,7 @@ func PayloadForLab(st *State, handlerArgs []string) ([]*unstructured.Unstructure
 	if !ok {
 		return nil, fmt.Errorf("lab %s serves no knmstate image (kubelet mode)", st.Name)
 	}
-	objs, skipped, err := PayloadObjects(img, append([]string{"--probe-dns-host=" + apiHost}, handlerArgs...))
+	objs, skipped, err := PayloadObjects(img, st.Images[consolePluginImage], append([]string{"--probe-dns-host=" + apiHost}, handlerArgs...))
 	if err != nil {
 		return nil, err
 	}

@@ -105,6 +105,14 @@ type Options struct {
 	// (--backend networkmanager). Handler-process mode on this machine's
 	// kernel only.
 	Backend string
+
+	// FirstBootDir holds OpenShift-style per-node NMState files
+	// (NODE.yml, cluster.yml; docs/openshift.md). Each node gets a copy in
+	// its own etc/nmstate/openshift (as a MachineConfig writes them) and
+	// applies its file with `nmstatectl first-boot` at every boot (lab up,
+	// lab reboot), after its DHCP lease and before its handler starts.
+	// Default mode only.
+	FirstBootDir string
 }
 
 // Node backends (Options.Backend).
@@ -252,6 +260,22 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("install: %q is not one of %s, %s, %s, %s", o.Install, InstallManifests, InstallOperator, InstallPayload, InstallNone))
+	}
+	if o.FirstBootDir != "" {
+		if o.Kubelet || o.Kernel != "" || o.Backend == BackendNetworkManager {
+			errs = append(errs, errors.New("first-boot-dir: only in the default mode on the kernel backend"))
+		}
+		abs, err := filepath.Abs(o.FirstBootDir)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(abs); err == nil && !fi.IsDir() {
+				err = errors.New("not a directory")
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("first-boot-dir: %w", err))
+		}
+		o.FirstBootDir = abs
 	}
 	if o.Install != InstallManifests && !o.Kubelet && o.OpenShiftPlatform == "" {
 		errs = append(errs, fmt.Errorf("install: %s needs kubelet mode (--kubelet)", o.Install))

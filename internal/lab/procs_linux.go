@@ -159,6 +159,8 @@ type proc struct {
 	exited func(status string)
 	// changed is called after every status change.
 	changed func()
+	// cancel stops this process alone (the supervisor sets it).
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	pid      int

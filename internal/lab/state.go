@@ -118,6 +118,9 @@ type NodeState struct {
 	// service --state-dir`; `nmstatectl apply` with it hands the runtime
 	// dynamic settings).
 	RuntimeStateDir string `json:"runtimeStateDir,omitempty"`
+	// OVSDB is the socket of the node's own Open vSwitch database
+	// ("unix:PATH" in the node's lab directory; "" = no OVS on the node).
+	OVSDB string `json:"ovsdb,omitempty"`
 	// Kernel is the node's kernel release when it is not this machine's
 	// (guest mode).
 	Kernel string `json:"kernel,omitempty"`

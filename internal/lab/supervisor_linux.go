@@ -26,6 +26,7 @@ import (
 
 	"github.com/knmstate/knmstate/internal/labnet"
 	"github.com/knmstate/knmstate/internal/nmrun"
+	"github.com/knmstate/knmstate/internal/ovsrun"
 	"github.com/knmstate/knmstate/internal/testenv"
 	"github.com/knmstate/knmstate/pkg/nsrun"
 )
@@ -68,16 +69,49 @@ type supervisor struct {
 	procCtx                context.Context
 	procCancel             context.CancelFunc
 	procWG                 sync.WaitGroup
+
+	// sw is the lab's switch and ovs each node's running Open vSwitch
+	// (default mode), for lab reboot; rebootMu serialises reboots.
+	sw       *labnet.Switch
+	ovsMu    sync.Mutex
+	ovs      map[string]*ovsrun.OVS
+	rebootMu sync.Mutex
+	// handlerHelp is `knmstate handler --help`: the flags it has.
+	handlerHelp string
 }
 
 // start runs p under the supervisor until the lab stops.
 func (s *supervisor) start(p *proc) {
 	p.changed, p.stopped = s.publish, make(chan struct{})
+	ctx, cancel := context.WithCancel(s.procCtx)
+	p.cancel = cancel
 	s.mu.Lock()
 	s.procs = append(s.procs, p)
 	s.mu.Unlock()
 	s.procWG.Add(1)
-	go func() { defer s.procWG.Done(); p.run(s.procCtx) }()
+	go func() { defer s.procWG.Done(); defer cancel(); p.run(ctx) }()
+}
+
+// stop ends the supervised process named name (as the lab's teardown
+// does: SIGTERM, then SIGKILL) and forgets it; false if there is none.
+func (s *supervisor) stop(name string) bool {
+	s.mu.Lock()
+	var p *proc
+	for i, q := range s.procs {
+		if q.name == name {
+			p = q
+			s.procs = append(s.procs[:i:i], s.procs[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.cancel()
+	<-p.stopped
+	s.publish()
+	return true
 }
 
 // Run is the supervisor (`knmstate lab run`): it builds the lab in
@@ -131,6 +165,12 @@ func Run(ctx context.Context, opts Options) error {
 			return nil // stopped during start-up
 		}
 		return err
+	}
+	stopControl, err := s.serveControl(ctx)
+	if err != nil {
+		s.log.Error("no control socket: lab reboot will not work", "err", err)
+	} else {
+		defer stopControl()
 	}
 	<-ctx.Done()
 	s.log.Info("stopping lab")
@@ -210,6 +250,7 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 	if err != nil {
 		return err
 	}
+	s.sw = sw
 	s.step("switch namespace, bridge, dnsmasq", t)
 
 	// The control plane and the nodes' namespaces in parallel: the API
@@ -267,7 +308,7 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 		}
 	}()
 
-	if err := s.addNodes(ctx, sw, nodes); err != nil {
+	if err := s.addNodes(ctx, sw, nodes, teardown); err != nil {
 		return err
 	}
 
@@ -447,17 +488,28 @@ func (s *supervisor) startSpawners(ctx context.Context, swNS string, teardown *[
 	return nil
 }
 
-// addNodes creates the nodes' namespaces and NICs, starts their node
-// runtimes and waits for their eth0 leases.
-func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []NodeState) error {
+// addNodes creates the nodes' namespaces and NICs, starts their Open
+// vSwitch and node runtimes and waits for their eth0 leases.
+func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []NodeState, teardown *[]func()) error {
 	tn := time.Now()
 	dhcp := s.opts.Nmstatectl != "" && s.opts.Nmstatectl != NoNodeRuntime
 	if !dhcp {
 		s.note("no node runtime (nmstatectl): eth0 addresses are installed statically (the address DHCP would give), no DHCP client runs")
 	}
+	withOVS := s.ovsAvailable()
 	for i := range nodes {
+		if withOVS {
+			// Known before the node runtime starts, which connects
+			// once the database listens.
+			nodes[i].OVSDB = "unix:" + filepath.Join(s.ovsDir(nodes[i].Name), "db.sock")
+		}
 		if err := s.addNode(sw, &nodes[i], lanPrefix, dhcp); err != nil {
 			return err
+		}
+		if withOVS {
+			if err := s.startOVS(ctx, &nodes[i], teardown); err != nil {
+				return err
+			}
 		}
 	}
 	s.mu.Lock()
@@ -472,7 +524,92 @@ func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []No
 		}
 		s.step("node runtimes: eth0 configured by DHCP", tn)
 	}
+	if s.opts.FirstBootDir != "" {
+		if err := s.installFirstBootFiles(nodes); err != nil {
+			return err
+		}
+		for i := range nodes {
+			s.firstBoot(ctx, &nodes[i])
+		}
+	}
 	return nil
+}
+
+// ovsAvailable says whether the nodes get their own Open vSwitch: in the
+// default mode, where the handler processes reach the node's database
+// socket in the lab directory, when Debian's openvswitch-switch is
+// installed. (A kubelet-mode handler pod would need the socket under the
+// node's /run/openvswitch, which is the machine's: not done.)
+func (s *supervisor) ovsAvailable() bool {
+	if s.opts.Kubelet {
+		s.note("kubelet mode: the nodes have no Open vSwitch (OVS policies fail saying so)")
+		return false
+	}
+	if s.opts.Backend == BackendNetworkManager {
+		return false // the handlers drive NetworkManager, which makes no OVS here
+	}
+	for _, bin := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			s.note("no %s (Debian's openvswitch-switch): the nodes have no Open vSwitch (OVS policies fail saying so)", bin)
+			return false
+		}
+	}
+	if _, err := os.Stat(ovsrun.DefaultSchema); err != nil {
+		s.note("no OVS schema (%v): the nodes have no Open vSwitch", err)
+		return false
+	}
+	return true
+}
+
+// startOVS gives the node its own Open vSwitch: ovsdb-server and
+// ovs-vswitchd (userspace datapath: bridges need no openvswitch module)
+// with their database, sockets and logs in the node's ovs directory and
+// ovs-vswitchd in the node's network namespace, stopped by the teardown.
+func (s *supervisor) startOVS(ctx context.Context, n *NodeState, teardown *[]func()) error {
+	t := time.Now()
+	dir := s.ovsDir(n.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("node %s ovs dir: %w", n.Name, err)
+	}
+	o, err := ovsrun.Start(ctx, ovsrun.Options{Dir: dir, NetNS: n.NetNS, StartTimeout: s.scale(20 * time.Second)})
+	if err != nil {
+		return fmt.Errorf("node %s: Open vSwitch: %w", n.Name, err)
+	}
+	s.ovsMu.Lock()
+	if s.ovs == nil {
+		s.ovs = map[string]*ovsrun.OVS{}
+	}
+	s.ovs[n.Name] = o
+	s.ovsMu.Unlock()
+	if teardown != nil {
+		// Whichever instance runs then (a reboot replaces it).
+		name := n.Name
+		*teardown = append(*teardown, func() { s.stopOVS(name) })
+	}
+	if o.Address != n.OVSDB {
+		return fmt.Errorf("node %s: Open vSwitch listens on %s, not %s", n.Name, o.Address, n.OVSDB)
+	}
+	s.step("node "+n.Name+": Open vSwitch (ovsdb-server, ovs-vswitchd)", t)
+	return nil
+}
+
+// stopOVS stops the node's Open vSwitch, if it runs.
+func (s *supervisor) stopOVS(node string) {
+	s.ovsMu.Lock()
+	o := s.ovs[node]
+	delete(s.ovs, node)
+	s.ovsMu.Unlock()
+	if o == nil {
+		return
+	}
+	if err := o.Stop(); err != nil {
+		s.log.Error("stop Open vSwitch", "node", node, "err", err)
+	}
+}
+
+// ovsDir is the directory of a node's Open vSwitch.
+func (s *supervisor) ovsDir(node string) string {
+	return filepath.Join(s.opts.Dir, "nodes", node, "ovs")
 }
 
 // createNodes creates the nodes' Node objects and keeps them Ready (the
@@ -655,50 +792,68 @@ func (s *supervisor) startHandlers(nodes []NodeState, side string, spawner *spaw
 		return nil
 	}
 	out, _ := exec.Command(o.Binary, "handler", "--help").CombinedOutput()
-	help := string(out)
+	s.handlerHelp = string(out)
 	for i := range nodes {
-		n := &nodes[i]
-		dir := filepath.Join(o.Dir, "nodes", n.Name)
-		if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
-			return fmt.Errorf("node %s dir: %w", n.Name, err)
+		p, err := s.handlerProc(&nodes[i], side, spawner)
+		if err != nil {
+			return err
 		}
-		args := []string{"handler", "--node", n.Name, "--kubeconfig", n.Kubeconfig,
-			"--netns", n.NetNS, "--dial-netns", n.NetNS, "--resolv-conf", n.ResolvConf}
-		if strings.Contains(help, "--uts-ns") {
-			args = append(args, "--uts-ns", n.UTSNS)
-		}
-		if strings.Contains(help, "--state-dir") {
-			args = append(args, "--state-dir", filepath.Join(dir, "state"))
-		}
-		// The node's `nmstatectl service` owns DHCP/autoconf; policy
-		// applies hand it their dynamic settings.
-		if strings.Contains(help, "--runtime-state-dir") && o.Nmstatectl != "" && o.Nmstatectl != NoNodeRuntime {
-			args = append(args, "--runtime-state-dir", s.nodedStateDir(n.Name))
-		}
-		// The DNS probe asks for a name the lab's own DNS serves (the lab
-		// has no Internet, so upstream's root-servers.net never resolves:
-		// the probe would fail its check before every apply, cost a second
-		// each time and never guard a DNS change). HandlerArgs come after
-		// and may override it.
-		if strings.Contains(help, "--probe-dns-host") {
-			args = append(args, "--probe-dns-host="+apiHost)
-		}
-		// One handler per node, as the DaemonSet has it: the node's lock
-		// Lease in kube-node-lease.
-		if strings.Contains(help, "--node-lock-namespace") {
-			args = append(args, "--node-lock-namespace=kube-node-lease", "--node-lock-identity=lab-handler-"+n.Name)
-		}
-		if n.NetworkManagerBus != "" {
-			args = append(args, "--backend", BackendNetworkManager, "--dbus-address", n.NetworkManagerBus)
-		}
-		args = append(args, o.HandlerArgs...)
-		s.start(&proc{name: "handler/" + n.Name, where: side + " (netns " + n.NetNS + ")", bin: o.Binary, args: args,
-			logPath: filepath.Join(dir, "handler.log"), spawner: spawner})
+		s.start(p)
 	}
 	s.mu.Lock()
 	s.state.Nodes = append([]NodeState(nil), nodes...)
 	s.mu.Unlock()
 	return nil
+}
+
+// handlerProc is node n's `knmstate handler` process.
+func (s *supervisor) handlerProc(n *NodeState, side string, spawner *spawner) (*proc, error) {
+	o := s.opts
+	help := s.handlerHelp
+	dir := filepath.Join(o.Dir, "nodes", n.Name)
+	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
+		return nil, fmt.Errorf("node %s dir: %w", n.Name, err)
+	}
+	args := []string{"handler", "--node", n.Name, "--kubeconfig", n.Kubeconfig,
+		"--netns", n.NetNS, "--dial-netns", n.NetNS, "--resolv-conf", n.ResolvConf}
+	if strings.Contains(help, "--uts-ns") {
+		args = append(args, "--uts-ns", n.UTSNS)
+	}
+	// The node's own OVS, or none: never the machine's default
+	// socket.
+	if strings.Contains(help, "--ovsdb") {
+		args = append(args, "--ovsdb="+n.OVSDB)
+		if n.OVSDB != "" {
+			args = append(args, "--ovs-datapath=netdev")
+		}
+	}
+	if strings.Contains(help, "--state-dir") {
+		args = append(args, "--state-dir", filepath.Join(dir, "state"))
+	}
+	// The node's `nmstatectl service` owns DHCP/autoconf; policy
+	// applies hand it their dynamic settings.
+	if strings.Contains(help, "--runtime-state-dir") && o.Nmstatectl != "" && o.Nmstatectl != NoNodeRuntime {
+		args = append(args, "--runtime-state-dir", s.nodedStateDir(n.Name))
+	}
+	// The DNS probe asks for a name the lab's own DNS serves (the lab
+	// has no Internet, so upstream's root-servers.net never resolves:
+	// the probe would fail its check before every apply, cost a second
+	// each time and never guard a DNS change). HandlerArgs come after
+	// and may override it.
+	if strings.Contains(help, "--probe-dns-host") {
+		args = append(args, "--probe-dns-host="+apiHost)
+	}
+	// One handler per node, as the DaemonSet has it: the node's lock
+	// Lease in kube-node-lease.
+	if strings.Contains(help, "--node-lock-namespace") {
+		args = append(args, "--node-lock-namespace=kube-node-lease", "--node-lock-identity=lab-handler-"+n.Name)
+	}
+	if n.NetworkManagerBus != "" {
+		args = append(args, "--backend", BackendNetworkManager, "--dbus-address", n.NetworkManagerBus)
+	}
+	args = append(args, o.HandlerArgs...)
+	return &proc{name: "handler/" + n.Name, where: side + " (netns " + n.NetNS + ")", bin: o.Binary, args: args,
+		logPath: filepath.Join(dir, "handler.log"), spawner: spawner}, nil
 }
 
 // startController starts `knmstate controller` from spawner (where says
@@ -802,11 +957,20 @@ func (s *supervisor) startNodeRuntime(n *NodeState) error {
 	}
 	s.start(&proc{
 		name: "noded/" + n.Name, where: s.where + " (netns " + n.NetNS + ")", bin: s.opts.Nmstatectl,
-		args: append(args, "--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS,
+		args: append(args, "--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS, "--ovsdb", nodeOVSDB(n), "--ovs-datapath", "netdev",
 			"--state-dir", s.nodedStateDir(n.Name), "service", "--config", cfgDir),
 		logPath: filepath.Join(dir, "noded.log"), spawner: s.hostSpawner,
 	})
 	return nil
+}
+
+// nodeOVSDB is the node's OVS database for nmstatectl: its own, or none
+// (never the machine's default socket).
+func nodeOVSDB(n *NodeState) string {
+	if n.OVSDB == "" {
+		return "none"
+	}
+	return n.OVSDB
 }
 
 // waitLeases waits until every node's eth0 has its reserved IPv4 address

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -464,6 +465,45 @@ func (s *Switch) AddNode(name string, nics ...string) (_ *Node, err error) {
 	s.nodes = append(s.nodes, n)
 	s.mu.Unlock()
 	return n, nil
+}
+
+// RemoveNode takes a node off the switch: both ends of its NICs, its
+// namespaces, mounts and files, as if it were switched off; AddNode with
+// the same name gives it fresh ones. Processes still inside the node's
+// namespaces keep them alive (without NICs): stop them first.
+func (s *Switch) RemoveNode(name string) error {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.nodes, func(n *Node) bool { return n.Name == name })
+	if i < 0 {
+		s.mu.Unlock()
+		return fmt.Errorf("node %s: not on the switch", name)
+	}
+	n := s.nodes[i]
+	s.nodes = slices.Delete(s.nodes, i, i+1)
+	s.mu.Unlock()
+	var errs []error
+	// Deleting the switch end removes the node end at once, whatever
+	// still holds the node's namespace.
+	for _, peer := range n.Peers {
+		l, err := s.NS.Netlink.LinkByName(peer)
+		if err != nil {
+			continue // gone already
+		}
+		if err := s.NS.Netlink.LinkDel(l); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: deleting %s: %w", name, peer, err))
+		}
+	}
+	if err := n.unmount(); err != nil {
+		errs = append(errs, fmt.Errorf("node %s: %w", name, err))
+	}
+	nsName := n.NS.Name
+	if err := n.NS.close(); err != nil {
+		errs = append(errs, fmt.Errorf("node %s: %w", name, err))
+	}
+	if err := os.RemoveAll(filepath.Join(s.Dir, "node-"+nsName)); err != nil {
+		errs = append(errs, fmt.Errorf("node %s: %w", name, err))
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops dnsmasq (by its PID), removes the node and switch namespaces

@@ -193,3 +193,64 @@ func TestCloseRemovesEverything(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// TestRemoveNodeThenAddAgain: a removed node's NICs (both ends),
+// namespace and mounts are gone, even while something still holds its
+// namespace; adding it again gives a new namespace with fresh NICs.
+func TestRemoveNodeThenAddAgain(t *testing.T) {
+	sw := newTestSwitch(t, Options{NodeNamespaces: true})
+	node, err := sw.AddNode("node1", "eth0", "eth1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before unix.Stat_t
+	if err := unix.Stat(node.NS.Path, &before); err != nil {
+		t.Fatal(err)
+	}
+	// A process of the node keeps its namespace alive: its NICs must go
+	// anyway.
+	held, err := os.Open(node.NS.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	peers := node.Peers
+	if err := sw.RemoveNode("node1"); err != nil {
+		t.Fatalf("RemoveNode: %v", err)
+	}
+	for _, p := range peers {
+		if _, err := sw.NS.Netlink.LinkByName(p); err == nil {
+			t.Errorf("switch port %s still exists", p)
+		}
+	}
+	if _, err := os.Stat(node.NS.Path); !os.IsNotExist(err) {
+		t.Errorf("namespace file %s still exists (stat error %v)", node.NS.Path, err)
+	}
+	if err := sw.RemoveNode("node1"); err == nil {
+		t.Error("removing a removed node succeeded")
+	}
+	again, err := sw.AddNode("node1", "eth0", "eth1")
+	if err != nil {
+		t.Fatalf("AddNode again: %v", err)
+	}
+	var after unix.Stat_t
+	if err := unix.Stat(again.NS.Path, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Ino == before.Ino {
+		t.Error("the node came back in the same namespace")
+	}
+	for _, nic := range again.NICs {
+		l, err := again.NS.Netlink.LinkByName(nic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs, err := again.NS.Netlink.AddrList(l, netlink.FAMILY_V4)
+		if err != nil || len(addrs) != 0 {
+			t.Errorf("%s of the new namespace has addresses %v (%v)", nic, addrs, err)
+		}
+	}
+	if _, err := os.Stat(again.ResolvConf); err != nil {
+		t.Errorf("resolv.conf of the new node: %v", err)
+	}
+}

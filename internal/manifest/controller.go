@@ -24,9 +24,11 @@ func ControllerRBAC(p Params) []client.Object {
 		Rules: []rbacv1.PolicyRule{
 			// Which nodes match a policy, whether they are Ready.
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
-			// Policies are read; their status is written by this
-			// controller only.
-			{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkconfigurationpolicies"}, Verbs: []string{"get", "list", "watch"}},
+			// Policies are read, and patched only to add and remove the
+			// knmstate.io/revert-on-delete finalizer and to record the
+			// knmstate.io/ipv4-pool addresses; their status is written by
+			// this controller only.
+			{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkconfigurationpolicies"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			{APIGroups: []string{"nmstate.io"}, Resources: []string{"nodenetworkconfigurationpolicies/status"}, Verbs: []string{"get", "update", "patch"}},
 			// Enactments: permits and aborts are metadata patches; garbage
 			// is deleted. No create (handlers create them) and no status

@@ -61,6 +61,9 @@ type OpenShiftParams struct {
 	// ReleaseVersion is the operator's RELEASE_VERSION; default the
 	// placeholder the release tooling replaces.
 	ReleaseVersion string
+	// ConsolePluginImage, for the operator's Deployment: the console
+	// plugin's image; default OpenShiftConsolePluginImage.
+	ConsolePluginImage string
 }
 
 // profiles are the cluster profiles knmstate's payload manifests are
@@ -113,7 +116,11 @@ func OpenShiftPayload(p Params) (map[string][]client.Object, []byte, error) {
 			o.SetAnnotations(a)
 		}
 	}
-	refs := imageReferences(p.Image)
+	pluginImage := p.OpenShift.ConsolePluginImage
+	if pluginImage == "" {
+		pluginImage = OpenShiftConsolePluginImage
+	}
+	refs := imageReferences(map[string]string{OpenShiftImageTag: p.Image, OpenShiftConsolePluginImageTag: pluginImage})
 	return files, refs, nil
 }
 
@@ -162,17 +169,20 @@ func RelatedObjects(namespace string) []RelatedObject {
 }
 
 // imageReferences is the payload's image-references file: an ImageStream
-// whose tags name the pull specs the release tooling substitutes.
-func imageReferences(image string) []byte {
-	return []byte(fmt.Sprintf(`kind: ImageStream
-apiVersion: image.openshift.io/v1
-spec:
-  tags:
-  - name: %s
-    from:
-      kind: DockerImage
-      name: %s
-`, OpenShiftImageTag, image))
+// whose tags (by name) name the pull specs the release tooling
+// substitutes.
+func imageReferences(tags map[string]string) []byte {
+	names := make([]string, 0, len(tags))
+	for n := range tags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("kind: ImageStream\napiVersion: image.openshift.io/v1\nspec:\n  tags:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  - name: %s\n    from:\n      kind: DockerImage\n      name: %s\n", n, tags[n])
+	}
+	return []byte(b.String())
 }
 
 // OpenShiftify adapts rendered objects to OpenShift when p.OpenShift is
@@ -200,11 +210,19 @@ func OpenShiftify(p Params, objs []client.Object) {
 				t.Rules = append(t.Rules, rbacv1.PolicyRule{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"}, ResourceNames: []string{"privileged"}, Verbs: []string{"use"}})
 			case OperatorName:
 				t.Rules = append(t.Rules,
-					rbacv1.PolicyRule{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures", "apiservers"}, Verbs: []string{"get", "list", "watch"}},
+					rbacv1.PolicyRule{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures", "apiservers", "clusterversions"}, Verbs: []string{"get", "list", "watch"}},
 					rbacv1.PolicyRule{APIGroups: []string{"config.openshift.io"}, Resources: []string{"clusteroperators"}, Verbs: []string{"get", "list", "watch", "create"}},
 					rbacv1.PolicyRule{APIGroups: []string{"config.openshift.io"}, Resources: []string{"clusteroperators", "clusteroperators/status"}, ResourceNames: []string{ClusterOperatorName}, Verbs: []string{"update", "patch"}},
 					// The NMState it creates on the enabled platforms.
 					rbacv1.PolicyRule{APIGroups: []string{"nmstate.io"}, Resources: []string{"nmstates"}, Verbs: []string{"create"}},
+					// The console plugin: whether the Console capability
+					// is enabled (watched: it can be enabled later), the
+					// ConsolePlugin, and its name in the console's
+					// spec.plugins. A create cannot be limited by name;
+					// what follows it can.
+					rbacv1.PolicyRule{APIGroups: []string{"console.openshift.io"}, Resources: []string{"consoleplugins"}, Verbs: []string{"create"}},
+					rbacv1.PolicyRule{APIGroups: []string{"console.openshift.io"}, Resources: []string{"consoleplugins"}, ResourceNames: []string{ConsolePluginName}, Verbs: []string{"get", "update", "patch", "delete"}},
+					rbacv1.PolicyRule{APIGroups: []string{"operator.openshift.io"}, Resources: []string{"consoles"}, ResourceNames: []string{ConsoleName}, Verbs: []string{"get", "update", "patch"}},
 					// Its own pod's SCC, and it grants the handler the
 					// privileged one.
 					rbacv1.PolicyRule{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"}, ResourceNames: []string{"privileged", nonRootSCC}, Verbs: []string{"use"}},
@@ -221,8 +239,11 @@ func OpenShiftify(p Params, objs []client.Object) {
 				t.Rules = append(t.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}})
 			}
 		case *corev1.Service:
-			if t.Name == WebhookName {
+			switch t.Name {
+			case WebhookName:
 				setAnnotation(t, ServingCertAnnotation, WebhookServingSecret)
+			case ConsolePluginName:
+				setAnnotation(t, ServingCertAnnotation, ConsolePluginServingSecret)
 			}
 		case *appsv1.DaemonSet:
 			openShiftPod(&t.Spec.Template, "privileged")
@@ -233,7 +254,7 @@ func OpenShiftify(p Params, objs []client.Object) {
 			openShiftPod(&t.Spec.Template, nonRootSCC)
 			c := &t.Spec.Template.Spec.Containers[0]
 			switch t.Name {
-			case WebhookName:
+			case WebhookName, ConsolePluginName:
 				c.Args = append(c.Args, p.OpenShift.TLSArgs...)
 			case OperatorName:
 				platforms := p.OpenShift.EnabledPlatforms
@@ -244,7 +265,11 @@ func OpenShiftify(p Params, objs []client.Object) {
 				if version == "" {
 					version = ReleaseVersionPlaceholder
 				}
-				c.Args = append(c.Args, "--openshift=true", "--enabled-platforms="+platforms)
+				pluginImage := p.OpenShift.ConsolePluginImage
+				if pluginImage == "" {
+					pluginImage = OpenShiftConsolePluginImage
+				}
+				c.Args = append(c.Args, "--openshift=true", "--enabled-platforms="+platforms, "--console-plugin-image="+pluginImage)
 				c.Env = append(c.Env, corev1.EnvVar{Name: "RELEASE_VERSION", Value: version})
 			}
 		}

@@ -18,7 +18,7 @@ func OperatorRBAC(p Params) []client.Object {
 	p = p.withDefaults()
 	manage := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	componentRoles := []string{HandlerName, ControllerName, WebhookName, HandlerName + "-events", HandlerName + "-node-lock", ControllerName + "-leader-election", WebhookName + "-secrets",
-		ReaderName, MetricsAuthName, MetricsReaderName}
+		ReaderName, MetricsAuthName, MetricsReaderName, ConsolePluginName}
 	sa := &corev1.ServiceAccount{ObjectMeta: p.meta(OperatorName, ComponentOperator)}
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: p.clusterMeta(OperatorName, ComponentOperator),

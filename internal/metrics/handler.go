@@ -68,6 +68,8 @@ type Handler struct {
 	probeFailures   *prometheus.CounterVec
 	nnsWrites       *prometheus.CounterVec
 	enactmentWrites *prometheus.CounterVec
+	drifts          *prometheus.CounterVec
+	repairs         *prometheus.CounterVec
 }
 
 // NewHandler registers the handler's metrics with reg; registered already
@@ -106,7 +108,39 @@ func NewHandler(reg prometheus.Registerer) (*Handler, error) {
 	}, []string{"node"})); err != nil {
 		return nil, err
 	}
+	if h.drifts, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "knmstate_handler_drifts_total",
+		Help: "Times an Available policy stopped showing on the node (its enactment's Drifted condition turned True).",
+	}, []string{"node"})); err != nil {
+		return nil, err
+	}
+	if h.repairs, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "knmstate_handler_drift_repairs_total",
+		Help: "Re-applies of Available policies the node no longer showed (knmstate.io/enforce, or a reconcile that found the drift), by result: success, failed.",
+	}, []string{"node", "result"})); err != nil {
+		return nil, err
+	}
 	return &h, nil
+}
+
+// Drifted counts a policy that stopped showing on the node.
+func (h *Handler) Drifted(node string) {
+	if h == nil {
+		return
+	}
+	h.drifts.WithLabelValues(node).Inc()
+}
+
+// Repaired counts a re-apply of a drifted policy; ok is its outcome.
+func (h *Handler) Repaired(node string, ok bool) {
+	if h == nil {
+		return
+	}
+	result := "success"
+	if !ok {
+		result = "failed"
+	}
+	h.repairs.WithLabelValues(node, result).Inc()
 }
 
 // ObserveApply records one apply's duration and result.

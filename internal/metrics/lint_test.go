@@ -54,6 +54,8 @@ func everything(t *testing.T, reg *prometheus.Registry) {
 	h.ProbeFailed("n1", "ping")
 	h.NNSWritten("n1", NNSStatus)
 	h.EnactmentStatusWritten("n1")
+	h.Drifted("n1")
+	h.Repaired("n1", true)
 	c.PolicyStatusWritten("Available")
 	c.PermitsGranted(1)
 	c.PermitsRevoked(1)
@@ -133,6 +135,8 @@ func TestNilRecordsNothing(t *testing.T) {
 	h.ProbeFailed("n1", "dns")
 	h.NNSWritten("n1", NNSCreate)
 	h.EnactmentStatusWritten("n1")
+	h.Drifted("n1")
+	h.Repaired("n1", true)
 	var c *Controller
 	c.PolicyStatusWritten("Degraded")
 	c.PermitsGranted(1)

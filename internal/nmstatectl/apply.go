@@ -137,7 +137,7 @@ func applyFile(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, o
 		NoVerify: o.noVerify, NoCommit: o.noCommit, DryRun: o.dryRun, MemoryOnly: o.memoryOnly,
 		Timeout:  time.Duration(o.timeout) * time.Second,
 		StateDir: o.stateDir,
-		NetNS:    o.node.netns, ResolvConf: o.node.resolvConf, UTSNS: o.node.utsNS,
+		NetNS:    o.node.netns, ResolvConf: o.node.resolvConf, UTSNS: o.node.utsNS, OVSDB: o.node.ovsdb,
 		OnCheckpoint: func(ctx context.Context, rec *apply.Checkpoint) error {
 			if err := b.OnCheckpoint(ctx, rec); err != nil {
 				return err

@@ -7,6 +7,7 @@ package nmstatectl
 
 import (
 	"fmt"
+	"github.com/knmstate/knmstate/pkg/ovsdb"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,9 @@ type globalOptions struct {
 	resolvConf string
 	stateDir   string
 	utsNS      string
+	ovsdb      string
+	// ovsDatapath is the datapath_type of new OVS bridges that name none.
+	ovsDatapath string
 	// backend and dbusAddress select the backend (--backend, --dbus-address).
 	backend     string
 	dbusAddress string
@@ -56,6 +60,8 @@ func NewCommand(reexec ...string) *cobra.Command {
 	pf.StringVar(&g.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolv.conf file that holds the DNS configuration")
 	pf.StringVar(&g.stateDir, "state-dir", "/var/lib/knmstate", "directory for checkpoints and runtime state")
 	pf.StringVar(&g.utsNS, "uts-ns", "", "UTS namespace (a path such as /proc/self/ns/uts) whose hostname is shown and set; default: hostname is not managed")
+	pf.StringVar(&g.ovsdb, "ovsdb", ovsdb.DefaultAddress, "Open vSwitch database socket (unix:PATH or tcp:HOST:PORT); OVS states fail with a clear error when it is not reachable")
+	pf.StringVar(&g.ovsDatapath, "ovs-datapath", "", "datapath_type of new OVS bridges whose state names none (\"netdev\" where the kernel has no openvswitch module); default: OVS's own (system)")
 	pf.StringVar(&g.backend, "backend", "auto", "backend: kernel (netlink), networkmanager (NetworkManager over D-Bus), or auto (networkmanager when NetworkManager is on the system bus)")
 	pf.StringVar(&g.dbusAddress, "dbus-address", "", "D-Bus address of NetworkManager's system bus; default: the system bus")
 	pf.CountVarP(&g.verbose, "verbose", "v", "more log output (repeatable)")
@@ -78,6 +84,7 @@ func NewCommand(reexec ...string) *cobra.Command {
 		newWatchdogCmd(g),
 		newGCCmd(g),
 		newEditCmd(g),
+		newFirstBootCmd(g),
 	)
 	return root
 }

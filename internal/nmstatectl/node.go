@@ -9,6 +9,8 @@ import (
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
 	"github.com/knmstate/knmstate/pkg/backend/nm"
+	"github.com/knmstate/knmstate/pkg/backend/ovs"
+	"github.com/knmstate/knmstate/pkg/ovsdb"
 )
 
 // nodeAddr says which node a verb acts on: the global flags, or the
@@ -28,10 +30,14 @@ type nodeAddr struct {
 	// D-Bus address ("" = the system bus); persist writes profiles to disk.
 	backend, bus string
 	persist      bool
+	// ovsdb is the Open vSwitch database socket, ovsDatapath the datapath
+	// of new bridges (kernel backend).
+	ovsdb, ovsDatapath string
 }
 
 func (g *globalOptions) node() nodeAddr {
-	n := nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, backend: g.backend, bus: g.dbusAddress}
+	n := nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, backend: g.backend, bus: g.dbusAddress,
+		ovsdb: g.ovsdb, ovsDatapath: g.ovsDatapath}
 	n.setStateDir(g.stateDir)
 	return n
 }
@@ -66,7 +72,7 @@ func checkpointNode(rec *apply.Checkpoint) nodeAddr {
 	if rec.Backend == nm.Name {
 		backend = backendNM
 	}
-	return nodeAddr{netns: rec.NetNS, resolvConf: rec.ResolvConf, utsNS: rec.UTSNS, backend: backend, bus: rec.BackendAddress}
+	return nodeAddr{netns: rec.NetNS, resolvConf: rec.ResolvConf, utsNS: rec.UTSNS, backend: backend, bus: rec.BackendAddress, ovsdb: rec.OVSDB}
 }
 
 // Backend choices (--backend).
@@ -124,11 +130,12 @@ func openShow(ctx context.Context, n nodeAddr) (apply.Backend, func(), error) {
 		}
 		return b, func() { b.Close() }, nil
 	}
-	b, err := openKernel(ctx, n)
+	kb, err := openKernel(ctx, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	return b, func() { b.Close() }, nil
+	b := openOVS(ctx, kb, n)
+	return b, func() { b.Close(); kb.Close() }, nil
 }
 
 // openKernel opens the kernel backend for a node.
@@ -168,10 +175,23 @@ func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) 
 	if err != nil {
 		return nil, nil, err
 	}
-	ab, closeRT, err := runtimeFollower(kb, n, stateDir, warn)
+	ob := openOVS(ctx, kb, n)
+	ab, closeRT, err := runtimeFollower(kb, ob, n, stateDir, warn)
 	if err != nil {
+		ob.Close()
 		kb.Close()
 		return nil, nil, err
 	}
-	return ab, func() { closeRT(); kb.Close() }, nil
+	return ab, func() { closeRT(); ob.Close(); kb.Close() }, nil
+}
+
+// openOVS puts the node's Open vSwitch database next to its kernel; a node
+// without a reachable OVSDB shows no OVS, and refuses OVS states before
+// changing anything.
+func openOVS(ctx context.Context, kb *kernel.Backend, n nodeAddr) *ovs.Backend {
+	addr := n.ovsdb
+	if addr == "" {
+		addr = ovsdb.DefaultAddress
+	}
+	return ovs.Open(ctx, kb, ovs.Options{Address: addr, DefaultDatapath: n.ovsDatapath})
 }

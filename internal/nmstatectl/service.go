@@ -158,10 +158,12 @@ func runService(ctx context.Context, stderr io.Writer, o *serviceOptions) error 
 
 // serviceApply runs the one apply sequence with the runtime following it.
 func serviceApply(ctx context.Context, kb *kernel.Backend, rt *noded.Runtime, o *serviceOptions, desired *nmstate.State) error {
-	ab := &noded.ApplyBackend{Inner: kb, StateDir: o.stateDir, Follow: rt.Update}
+	ob := openOVS(ctx, kb, o.node)
+	defer ob.Close()
+	ab := &noded.ApplyBackend{Inner: ob, StateDir: o.stateDir, Follow: rt.Update}
 	_, err := apply.Apply(ctx, ab, desired, apply.Options{
 		StateDir: o.stateDir,
-		NetNS:    o.node.netns, ResolvConf: o.node.resolvConf, UTSNS: o.node.utsNS,
+		NetNS:    o.node.netns, ResolvConf: o.node.resolvConf, UTSNS: o.node.utsNS, OVSDB: o.node.ovsdb,
 		OnCheckpoint: ab.OnCheckpoint,
 	})
 	return err
@@ -236,7 +238,7 @@ func bootTime() (time.Time, error) {
 // says that nothing renews them), and Show reports dynamic interfaces as
 // applied. Pass ab.OnCheckpoint from apply.Options.OnCheckpoint. The
 // caller calls closeFn when done.
-func runtimeFollower(kb *kernel.Backend, n nodeAddr, stateDir string, warn io.Writer) (ab *noded.ApplyBackend, closeFn func(), err error) {
+func runtimeFollower(kb *kernel.Backend, inner apply.Backend, n nodeAddr, stateDir string, warn io.Writer) (ab *noded.ApplyBackend, closeFn func(), err error) {
 	ns, err := netns.GetFromPath(nsFile(n.netns))
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening network namespace %s: %w", nsFile(n.netns), err)
@@ -246,7 +248,7 @@ func runtimeFollower(kb *kernel.Backend, n nodeAddr, stateDir string, warn io.Wr
 	follow := noded.DetachedFollow(opts, oneShotLeaseTimeout, func(msg string) {
 		fmt.Fprintln(warn, "warning:", msg)
 	})
-	return &noded.ApplyBackend{Inner: kb, StateDir: stateDir, Follow: follow}, func() { ns.Close() }, nil
+	return &noded.ApplyBackend{Inner: inner, StateDir: stateDir, Follow: follow}, func() { ns.Close() }, nil
 }
 
 // oneShotLeaseTimeout bounds waiting for leases in a one-off apply.

@@ -275,7 +275,7 @@ func TestOneOffApplyFollowedByRuntime(t *testing.T) {
 	}
 	defer kb.Close()
 	var warn syncBuffer
-	ab, closeFn, err := runtimeFollower(kb, n, stateDir, &warn)
+	ab, closeFn, err := runtimeFollower(kb, kb, n, stateDir, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
-// Package openshiftcrd holds the config.openshift.io CRDs that knmstate's
-// OpenShift mode reads and writes (ClusterOperator, Infrastructure,
-// APIServer, ClusterVersion), for labs and tests that play OpenShift. The
-// files are copies of the github.com/openshift/api module's generated CRD
-// manifests (the version go.mod requires); a test keeps them identical.
+// Package openshiftcrd holds the OpenShift CRDs that knmstate's OpenShift
+// mode reads and writes (config.openshift.io's ClusterOperator,
+// Infrastructure, APIServer, ClusterVersion; console.openshift.io's
+// ConsolePlugin; operator.openshift.io's Console), for labs and tests that
+// play OpenShift. The files are copies of the github.com/openshift/api
+// module's generated CRD manifests (the version go.mod requires); a test
+// keeps them identical.
 package openshiftcrd
 
 import (
@@ -18,8 +20,13 @@ import (
 //go:embed crds/*.yaml
 var files embed.FS
 
-// ModuleDir is where the copied files live in the openshift/api module.
-const ModuleDir = "config/v1/zz_generated.crd-manifests"
+// ModuleDirs are where the copied files live in the openshift/api
+// module, by API group.
+var ModuleDirs = map[string]string{
+	"config.openshift.io":   "config/v1/zz_generated.crd-manifests",
+	"console.openshift.io":  "console/v1/zz_generated.crd-manifests",
+	"operator.openshift.io": "operator/v1/zz_generated.crd-manifests",
+}
 
 // Files are the CRD files by name.
 func Files() (map[string][]byte, error) {

@@ -69,6 +69,10 @@ type Options struct {
 	// ReleaseVersion is the version the ClusterOperator reports (the
 	// payload's); default Version.
 	ReleaseVersion string
+	// ConsolePluginImage is the OpenShift console plugin's image; the
+	// plugin is deployed in OpenShift mode when the Console capability is
+	// enabled and this is set.
+	ConsolePluginImage string
 }
 
 func (o *Options) defaults() {
@@ -156,7 +160,7 @@ func NewManager(cfg *rest.Config, opts Options) (mgr manager.Manager, stop func(
 	if err != nil {
 		return nil, stop, fmt.Errorf("operator metrics: %w", err)
 	}
-	r := &reconciler{client: mgr.GetClient(), scheme: scheme, opts: opts, log: opts.Logger.WithName("nmstate"), now: time.Now, metrics: m}
+	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), scheme: scheme, opts: opts, log: opts.Logger.WithName("nmstate"), now: time.Now, metrics: m}
 	if !opts.NoCertificates && !opts.OpenShift {
 		if r.certs, err = newCertControl(cfg, opts.Namespace, opts.Logger.WithName("certificates")); err != nil {
 			return nil, stop, err
@@ -181,7 +185,7 @@ func NewManager(cfg *rest.Config, opts Options) (mgr manager.Manager, stop func(
 }
 
 // addOpenShift adds the ClusterOperator controller, and re-renders the
-// operands when the cluster's TLS profile changes.
+// operands when the cluster's TLS profile or its capabilities change.
 func addOpenShift(mgr manager.Manager, r *reconciler, opts Options) error {
 	co := &clusterOperator{client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, log: opts.Logger.WithName("clusteroperator"), now: time.Now}
 	toCO := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -214,9 +218,13 @@ func addOpenShift(mgr manager.Manager, r *reconciler, opts Options) error {
 		}
 		return out
 	})
+	// So is the console plugin, when the Console capability appears.
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("tlsprofile").
 		Watches(&configv1.APIServer{}, toNMStates).
+		Watches(&configv1.ClusterVersion{}, toNMStates, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == manifest.ClusterVersionName
+		}))).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("tls profile controller: %w", err)

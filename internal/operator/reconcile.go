@@ -29,6 +29,9 @@ const fieldOwner = "knmstate-operator"
 // reconciler deploys the operands of the one NMState that counts.
 type reconciler struct {
 	client client.Client
+	// reader reads past the cache what the operator may only get by name
+	// (ClusterVersion, the console's configuration); nil: client.
+	reader client.Reader
 	scheme *runtime.Scheme
 	opts   Options
 	log    logr.Logger
@@ -159,6 +162,13 @@ func (r *reconciler) apply(ctx context.Context, nm *nmstatev1.NMState) error {
 		return err
 	}
 	objs := manifest.Operands(p)
+	plugin, err := r.consolePlugin(ctx)
+	if err != nil {
+		return err
+	}
+	if plugin {
+		objs = append(objs, manifest.ConsolePlugin(p, r.opts.ConsolePluginImage)...)
+	}
 	if err := manifest.WithKinds(r.scheme, objs); err != nil {
 		return err
 	}
@@ -186,7 +196,33 @@ func (r *reconciler) apply(ctx context.Context, nm *nmstatev1.NMState) error {
 			errs = append(errs, err)
 		}
 	}
+	if plugin && len(errs) == 0 {
+		added, err := enableConsolePlugin(ctx, r.client, r.apiReader())
+		if err != nil {
+			return err
+		}
+		if added {
+			r.log.Info("added the console plugin to the console's plugins", "plugin", manifest.ConsolePluginName)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+func (r *reconciler) apiReader() client.Reader {
+	if r.reader != nil {
+		return r.reader
+	}
+	return r.client
+}
+
+// consolePlugin reports whether the console plugin is deployed: on
+// OpenShift, with a plugin image, and only when the cluster runs a
+// console (the Console capability), as upstream does.
+func (r *reconciler) consolePlugin(ctx context.Context) (bool, error) {
+	if !r.opts.OpenShift || r.opts.ConsolePluginImage == "" {
+		return false, nil
+	}
+	return consoleEnabled(ctx, r.apiReader())
 }
 
 func (r *reconciler) applyOne(ctx context.Context, o client.Object) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/extension"
 )
 
 // The permit protocol (docs/rollout.md). Both annotations live on an
@@ -70,6 +71,7 @@ const (
 	phaseFailed                   // retries exhausted
 	phaseAvailable                // applied
 	phaseAborted                  // gave up without applying
+	phaseDryRun                   // reported a dry run's plan (knmstate.io/dry-run)
 )
 
 func isTrue(l shared.ConditionList, t shared.ConditionType) bool {
@@ -96,6 +98,8 @@ func phaseOf(e *v1beta1.NodeNetworkConfigurationEnactment, gen int64) phase {
 		return phaseProgressing
 	case isTrue(c, shared.NodeNetworkConfigurationEnactmentConditionPending):
 		return phasePending
+	case isTrue(c, extension.DryRunCondition):
+		return phaseDryRun
 	}
 	return phaseUnknown
 }

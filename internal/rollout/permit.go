@@ -29,7 +29,8 @@ type PermitDecision struct {
 	RequeueAfter time.Duration
 }
 
-// Permits decides the rollout of the policy's current generation.
+// Permits decides the rollout of the policy's current generation (none
+// for a dry run, knmstate.io/dry-run).
 //
 // A permit is held by an enactment whose PermitAnnotation names the current
 // generation and which has not ended Available or Aborted there: a Failing
@@ -48,8 +49,12 @@ func Permits(in Input) PermitDecision {
 	if in.Policy == nil {
 		return PermitDecision{}
 	}
-	matching, _ := v.eligibleNodes()
 	d := PermitDecision{Generation: v.gen}
+	if isDryRun(in.Policy) {
+		// A dry run applies nothing: nobody needs a permit, nobody aborts.
+		return d
+	}
+	matching, _ := v.eligibleNodes()
 	d.Limit, d.LimitError = MaxUnavailable(in.Policy.Spec.MaxUnavailable, matching)
 
 	var failed int

@@ -2,12 +2,22 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/knmstate/knmstate/api/shared"
+	nmstatev1 "github.com/knmstate/knmstate/api/v1"
+	"github.com/knmstate/knmstate/internal/extension"
 )
+
+// isDryRun reports whether the policy asks for a dry run. An annotation
+// that does not parse is no dry run: the handlers report it as a failure.
+func isDryRun(p *nmstatev1.NodeNetworkConfigurationPolicy) bool {
+	s, errs := extension.Parse(p.Annotations)
+	return len(errs) == 0 && s.DryRun
+}
 
 // Verdict is the overall state of a policy, the one condition that is True.
 type Verdict string
@@ -18,6 +28,9 @@ const (
 	Degraded    Verdict = "Degraded"
 	Progressing Verdict = "Progressing"
 	Available   Verdict = "Available"
+	// DryRun: the policy is a dry run (knmstate.io/dry-run) and every
+	// eligible node reported its plan; nothing was applied.
+	DryRun Verdict = "DryRun"
 )
 
 // Status is the aggregated state of a policy.
@@ -51,23 +64,29 @@ func PolicyStatus(in Input) Status {
 	if matching == 0 {
 		return Status{Verdict: Ignored, Message: "Policy does not match any node"}
 	}
-	var available, failed, aborted, pending, finishedReady int
+	dryRun := isDryRun(in.Policy)
+	var available, failed, aborted, pending, planned, finishedReady int
 	for _, e := range v.enactments {
 		n, ok := v.node(e)
 		if !ok || !n.eligible() {
 			continue
 		}
 		finished := true
-		switch phaseOf(e, v.gen) {
-		case phaseAvailable:
+		switch ph := phaseOf(e, v.gen); {
+		case dryRun && ph == phaseDryRun:
+			planned++
+		case dryRun && ph == phaseAvailable:
+			// Available before the dry run was asked for: not planned yet.
+			finished = false
+		case ph == phaseAvailable:
 			available++
-		case phaseFailed, phaseRetrying:
+		case ph == phaseFailed || ph == phaseRetrying:
 			// Retrying counts as failing, as upstream: the policy turns
 			// Degraded at the first failed attempt.
 			failed++
-		case phaseAborted:
+		case ph == phaseAborted:
 			aborted++
-		case phasePending:
+		case ph == phasePending:
 			pending++
 			finished = false
 		default:
@@ -89,6 +108,10 @@ func PolicyStatus(in Input) Status {
 			msg += fmt.Sprintf(", %d nodes aborted configuration", aborted)
 		}
 		return Status{Verdict: Degraded, Message: msg}
+	case dryRun && finishedReady < ready:
+		return Status{Verdict: Progressing, Message: fmt.Sprintf("dry run: %d/%d nodes planned%s", finishedReady, ready, notReadyNote)}
+	case dryRun:
+		return Status{Verdict: DryRun, Message: fmt.Sprintf("dry run: %d/%d nodes planned, nothing applied; each enactment's DryRun condition shows its plan%s", planned, matching, notReadyNote)}
 	case finishedReady < ready:
 		return Status{Verdict: Progressing, Message: fmt.Sprintf("Policy is progressing %d/%d nodes finished%s", finishedReady, ready, notReadyNote)}
 	case pending > 0:
@@ -124,6 +147,10 @@ func conditionsOf(s Status) map[shared.ConditionType]condition {
 		r := shared.NodeNetworkConfigurationPolicyConditionFailedToConfigure
 		return map[shared.ConditionType]condition{avail: {F, r, ""}, degr: {T, r, s.Message},
 			prog: {F, shared.NodeNetworkConfigurationPolicyConditionConfigurationProgressing, ""}, ign: {F, r, ""}}
+	case DryRun:
+		r := shared.ConditionReason(extension.DryRunReason)
+		return map[shared.ConditionType]condition{avail: {F, r, ""}, degr: {F, r, ""}, prog: {F, r, ""}, ign: {F, r, ""},
+			extension.DryRunCondition: {T, r, s.Message}}
 	case Progressing:
 		r := shared.NodeNetworkConfigurationPolicyConditionConfigurationProgressing
 		return map[shared.ConditionType]condition{avail: {U, r, ""}, degr: {U, r, ""}, prog: {T, r, s.Message}, ign: {F, r, ""}}
@@ -140,8 +167,18 @@ func conditionsOf(s Status) map[shared.ConditionType]condition {
 // shared.ConditionList.SetAt: they move only when a condition's status does.
 func Conditions(old shared.ConditionList, s Status, now time.Time) (shared.ConditionList, bool) {
 	want := conditionsOf(s)
-	changed := false
-	for _, t := range shared.NodeNetworkConfigurationPolicyConditionTypes {
+	types := shared.NodeNetworkConfigurationPolicyConditionTypes[:]
+	_, dry := want[extension.DryRunCondition]
+	if dry {
+		types = append(slices.Clone(types), extension.DryRunCondition)
+	}
+	// The DryRun condition exists only while the verdict is DryRun, so a
+	// policy that never was one keeps upstream's four conditions.
+	changed := !dry && old.Find(extension.DryRunCondition) != nil
+	for _, t := range types {
+		if changed {
+			break
+		}
 		c := old.Find(t)
 		w := want[t]
 		if c == nil || c.Status != w.status || c.Reason != w.reason || c.Message != w.message {
@@ -152,9 +189,8 @@ func Conditions(old shared.ConditionList, s Status, now time.Time) (shared.Condi
 	if !changed {
 		return old, false
 	}
-	out := make(shared.ConditionList, len(old))
-	copy(out, old)
-	for _, t := range shared.NodeNetworkConfigurationPolicyConditionTypes {
+	out := slices.DeleteFunc(slices.Clone(old), func(c shared.Condition) bool { return c.Type == extension.DryRunCondition && !dry })
+	for _, t := range types {
 		w := want[t]
 		out.SetAt(now, t, w.status, w.reason, w.message)
 	}

@@ -13,16 +13,19 @@ import (
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/internal/admission"
+	"github.com/knmstate/knmstate/internal/extension"
 )
 
-// validate admits a policy create, or an update that changes the spec,
-// only when admission.ValidatePolicy finds nothing; everything else (status,
-// deletion, metadata-only updates) passes.
+// validate admits a policy create, or an update that changes the spec or
+// the knmstate.io annotations, only when admission finds nothing wrong with
+// what changed; everything else (status, deletion, other metadata-only
+// updates) passes.
 func validate(log logr.Logger) cradmission.HandlerFunc {
 	return func(ctx context.Context, req cradmission.Request) cradmission.Response {
 		if req.SubResource != "" {
 			return cradmission.Allowed("")
 		}
+		checkSpec, checkAnnotations := true, true
 		switch req.Operation {
 		case admissionv1.Create:
 		case admissionv1.Update:
@@ -30,17 +33,36 @@ func validate(log logr.Logger) cradmission.HandlerFunc {
 			if err != nil {
 				return cradmission.Errored(http.StatusBadRequest, err)
 			}
-			if !changed {
-				return cradmission.Allowed("spec unchanged")
+			oldAnn, err := admission.PolicyAnnotations(req.OldObject.Raw)
+			if err != nil {
+				return cradmission.Errored(http.StatusBadRequest, err)
+			}
+			newAnn, err := admission.PolicyAnnotations(req.Object.Raw)
+			if err != nil {
+				return cradmission.Errored(http.StatusBadRequest, err)
+			}
+			checkSpec, checkAnnotations = changed, extension.Changed(oldAnn, newAnn)
+			if !checkSpec && !checkAnnotations {
+				return cradmission.Allowed("spec and knmstate.io annotations unchanged")
 			}
 		default:
 			return cradmission.Allowed("")
 		}
-		spec, err := admission.PolicySpec(req.Object.Raw)
-		if err != nil {
-			return cradmission.Errored(http.StatusBadRequest, err)
+		var errs admission.ErrorList
+		if checkAnnotations {
+			ann, err := admission.PolicyAnnotations(req.Object.Raw)
+			if err != nil {
+				return cradmission.Errored(http.StatusBadRequest, err)
+			}
+			errs = append(errs, admission.ValidateAnnotations(ann)...)
 		}
-		errs := admission.ValidatePolicy(spec)
+		if checkSpec {
+			spec, err := admission.PolicySpec(req.Object.Raw)
+			if err != nil {
+				return cradmission.Errored(http.StatusBadRequest, err)
+			}
+			errs = append(errs, admission.ValidatePolicy(spec)...)
+		}
 		if len(errs) == 0 {
 			return cradmission.Allowed("")
 		}

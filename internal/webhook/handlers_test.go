@@ -108,7 +108,7 @@ func TestHandlers(t *testing.T) {
 			Message: "spec.desiredState.interfaces[0].foo: unknown field",
 			Causes:  []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.desiredState.interfaces[0].foo", Message: "unknown field"}}}},
 		{"update to an invalid spec refused", ValidatePath, review{op: admissionv1.Update, obj: invalidPolicy, old: validPolicy}, vlanRefusal},
-		{"update leaving an old invalid spec alone passes", ValidatePath, review{op: admissionv1.Update, obj: invalidPolicy, old: invalidPolicy}, answer{Allowed: true, Code: 200, Message: "spec unchanged"}},
+		{"update leaving an old invalid spec alone passes", ValidatePath, review{op: admissionv1.Update, obj: invalidPolicy, old: invalidPolicy}, answer{Allowed: true, Code: 200, Message: "spec and knmstate.io annotations unchanged"}},
 		{"status not validated", ValidatePath, review{op: admissionv1.Update, subresource: "status", obj: invalidPolicy, old: validPolicy}, answer{Allowed: true, Code: 200}},
 		{"deletion not validated", ValidatePath, review{op: admissionv1.Delete, obj: invalidPolicy}, answer{Allowed: true, Code: 200}},
 		{"garbage is an error", ValidatePath, review{op: admissionv1.Create, obj: `{"spec":[]}`}, answer{Code: 400,

@@ -92,6 +92,8 @@ type Options struct {
 	// NetNS, ResolvConf and UTSNS are recorded in the checkpoint so a
 	// rollback from another process reaches the same node.
 	NetNS, ResolvConf, UTSNS string
+	// OVSDB is recorded likewise (the node's Open vSwitch database).
+	OVSDB string
 	// OnCheckpoint runs after the record is written and before the first
 	// change (nmstatectl starts its watchdog here). An error aborts the
 	// apply with nothing changed.
@@ -244,7 +246,7 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 	}
 	rec := &Checkpoint{
 		ID: id, Created: now, Deadline: now.Add(o.Timeout),
-		NetNS: o.NetNS, ResolvConf: o.ResolvConf, UTSNS: o.UTSNS,
+		NetNS: o.NetNS, ResolvConf: o.ResolvConf, UTSNS: o.UTSNS, OVSDB: o.OVSDB,
 		Before: before, Desired: m.Desired, Revert: revert,
 	}
 	if n, ok := b.(Named); ok {

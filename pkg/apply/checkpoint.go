@@ -22,10 +22,12 @@ type Checkpoint struct {
 	Created time.Time
 	// Deadline is when the apply rolls back unless committed.
 	Deadline time.Time
-	// NetNS, ResolvConf and UTSNS locate the node, as given to the backend.
+	// NetNS, ResolvConf and UTSNS locate the node, as given to the backend;
+	// OVSDB is its Open vSwitch database socket ("" = none given).
 	NetNS      string
 	ResolvConf string
 	UTSNS      string
+	OVSDB      string
 	// Before is the state read before the apply.
 	Before *nmstate.State
 	// Desired is the desired state being applied (types resolved).
@@ -57,6 +59,7 @@ type checkpointWire struct {
 	Backend           string          `json:"backend,omitempty"`
 	BackendCheckpoint string          `json:"backendCheckpoint,omitempty"`
 	BackendAddress    string          `json:"backendAddress,omitempty"`
+	OVSDB             string          `json:"ovsdb,omitempty"`
 	Before            json.RawMessage `json:"before"`
 	Desired           json.RawMessage `json:"desired"`
 	Revert            json.RawMessage `json:"revert"`
@@ -77,6 +80,7 @@ type checkpointHead struct {
 	Backend           string    `json:"backend,omitempty"`
 	BackendCheckpoint string    `json:"backendCheckpoint,omitempty"`
 	BackendAddress    string    `json:"backendAddress,omitempty"`
+	OVSDB             string    `json:"ovsdb,omitempty"`
 }
 
 // MarshalJSON encodes the record for the state directory.
@@ -238,7 +242,7 @@ func (e *recordEncoding) assemble(c *Checkpoint) ([]byte, error) {
 	head, err := json.Marshal(checkpointHead{
 		Version: recordVersion, ID: c.ID, Created: c.Created.UTC(), Deadline: c.Deadline.UTC(),
 		NetNS: c.NetNS, ResolvConf: c.ResolvConf, UTSNS: c.UTSNS,
-		Backend: c.Backend, BackendCheckpoint: c.BackendCheckpoint, BackendAddress: c.BackendAddress,
+		Backend: c.Backend, BackendCheckpoint: c.BackendCheckpoint, BackendAddress: c.BackendAddress, OVSDB: c.OVSDB,
 	})
 	if err != nil {
 		e.wait()
@@ -276,7 +280,7 @@ func (c *Checkpoint) UnmarshalJSON(data []byte) error {
 		return errors.New("checkpoint record without id")
 	}
 	*c = Checkpoint{ID: w.ID, Created: w.Created, Deadline: w.Deadline, NetNS: w.NetNS, ResolvConf: w.ResolvConf, UTSNS: w.UTSNS,
-		Backend: w.Backend, BackendCheckpoint: w.BackendCheckpoint, BackendAddress: w.BackendAddress}
+		Backend: w.Backend, BackendCheckpoint: w.BackendCheckpoint, BackendAddress: w.BackendAddress, OVSDB: w.OVSDB}
 	for _, s := range []struct {
 		name string
 		src  json.RawMessage

@@ -85,6 +85,7 @@ func Merge(desired, current *State) (*Merged, error) {
 	steps := []func(){
 		mg.resolveUntyped, mg.interfaces, mg.controllers, mg.orphans, mg.vethPeers,
 		mg.copyMAC, mg.portIPs, mg.collect, mg.mergeRoutes, mg.mergeRules, mg.mergeDNS, mg.mergeHostname,
+		mg.mergeOVSGlobal,
 	}
 	for _, step := range steps {
 		if step(); len(mg.errs) > 0 {

@@ -44,7 +44,8 @@ func mtDecodeFile(t *testing.T, path string) *nmstate.State {
 }
 
 // mtMergedDoc renders a Merged as a state document: the change set as
-// interfaces, and the target routes, rules, DNS and hostname when changed.
+// interfaces, and the target routes, rules, DNS, hostname and Open_vSwitch
+// maps when changed.
 func mtMergedDoc(m *nmstate.Merged) *nmstate.State {
 	s := &nmstate.State{Interfaces: m.Interfaces, Hostname: m.Hostname}
 	if len(s.Interfaces) == 0 {
@@ -58,6 +59,15 @@ func mtMergedDoc(m *nmstate.Merged) *nmstate.State {
 	}
 	if m.DNS != nil {
 		s.DNSResolver = &nmstate.DNSResolver{Config: m.DNS}
+	}
+	if m.OVSDB != nil {
+		s.OVSDB = &nmstate.OVSDB{ExternalIDs: map[string]*string{}, OtherConfig: map[string]*string{}}
+		for k, v := range m.OVSDB.ExternalIDs {
+			s.OVSDB.ExternalIDs[k] = &v
+		}
+		for k, v := range m.OVSDB.OtherConfig {
+			s.OVSDB.OtherConfig[k] = &v
+		}
 	}
 	return s
 }

@@ -43,6 +43,16 @@ type Merged struct {
 	DNS *DNSConfig
 	// Hostname is the target hostname section; nil when untouched.
 	Hostname *Hostname
+	// OVSDB is the full target of the Open_vSwitch table's maps (OVN's
+	// bridge mappings included as external_ids:ovn-bridge-mappings); nil
+	// when the apply touches neither `ovs-db` nor `ovn`.
+	OVSDB *OVSGlobal
+}
+
+// OVSGlobal is the Open_vSwitch table's external_ids and other_config.
+type OVSGlobal struct {
+	ExternalIDs map[string]string
+	OtherConfig map[string]string
 }
 
 // Interface returns the change-set entry with this name and type ("" type

@@ -150,6 +150,9 @@ func Simulate(current *State, m *Merged) *State {
 	if m.Hostname != nil {
 		s.Hostname = cloneOf(m.Hostname)
 	}
+	if m.OVSDB != nil {
+		s.OVSDB, s.OVN = OVSGlobalState(*m.OVSDB)
+	}
 	return s
 }
 
@@ -160,6 +163,16 @@ func simulatedTarget(t *Interface) Interface {
 		n.Controller = nil
 	}
 	n.CopyMACFrom = nil
+	// OVSDB drops removed keys, and an OVS port without VLAN settings
+	// reports none.
+	n.OVSDB = normOVSDB(n.OVSDB)
+	if n.OVSBridge != nil {
+		for i := range n.OVSBridge.Port {
+			if n.OVSBridge.Port[i].VLAN.IsEmpty() {
+				n.OVSBridge.Port[i].VLAN = nil
+			}
+		}
+	}
 	return n
 }
 

@@ -39,6 +39,10 @@ const planMaxNesting = 4
 //  9. route rules: deletions, then additions.
 //  10. hostname, then DNS.
 //
+// OVS objects (bridges, internal and patch interfaces, port membership,
+// the Open_vSwitch table) are OVSDB's: their operations replace the link
+// operations of phases 1-4 and come right after phase 4 (see ovs).
+//
 // A change-set entry that already holds produces no operation, so the plan
 // of a satisfied state is empty. Interfaces outside the change set are
 // touched only where the kernel disturbs them: children of a re-created
@@ -62,12 +66,16 @@ func PlanChanges(m *Merged) (*Plan, error) {
 	p.delete()
 	p.mtuDecrease()
 	p.createModify()
+	cut := len(p.ops)
 	p.bridgePorts()
 	p.linkStates()
 	p.addresses()
 	p.routes()
 	p.rules()
 	p.hostnameDNS()
+	if err := p.ovs(cut); err != nil {
+		return nil, err
+	}
 	return &Plan{Ops: p.ops}, nil
 }
 
@@ -491,7 +499,10 @@ func (p *planner) deps(name string) []string {
 		return nil
 	}
 	var out []string
-	if c := p.targetCtrl(name); c != "" {
+	// An OVS bridge is no kernel link: its ports and internal interfaces
+	// are ordered by the OVS phase, and OpenShift's br-ex is an
+	// ovs-interface named like its own bridge.
+	if c := p.targetCtrl(name); c != "" && !p.isOVSBridge(c) {
 		out = append(out, c)
 	}
 	if par := t.Parent(); par != "" {
@@ -964,7 +975,9 @@ func (p *planner) linkStates() {
 			p.add(SysctlSet{Iface: e.name, Key: "net.ipv6.conf." + e.name + ".disable_ipv6", Value: "1"})
 		}
 	}
-	for _, e := range p.sorted(func(e *planIface) bool { return !e.gone }, false) {
+	// OVS bridges have no kernel link of their own, patch ports neither;
+	// vswitchd owns both.
+	for _, e := range p.sorted(func(e *planIface) bool { return !e.gone && e.t.Type != TypeOVSBridge && e.t.Patch == nil }, false) {
 		up := e.t.EffectiveState() == StateUp
 		if up != e.wasUp || up && e.reassert {
 			p.add(LinkSetState{Name: e.name, Up: up})

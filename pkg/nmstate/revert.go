@@ -86,6 +86,10 @@ func Revert(before, desired *State) (*State, error) {
 	if m.Hostname != nil && before.Hostname != nil {
 		out.Hostname = cloneOf(before.Hostname)
 	}
+	if m.OVSDB != nil {
+		out.OVSDB = revertOVSGlobal(OVSGlobalOf(before), *m.OVSDB)
+	}
+	revertOVSDBIfaces(out, after)
 	return out, nil
 }
 

@@ -105,6 +105,7 @@ func verify(desired, current *State, fast bool) error {
 		v.routes()
 	}
 	v.interfaces()
+	v.ovsGlobal()
 	if len(v.out) == 0 {
 		return nil
 	}
@@ -464,6 +465,7 @@ func sanitizeIface(want, got map[string]any, d, c *Interface) {
 	for _, p := range queryOnly {
 		deletePath(want, p)
 	}
+	sanitizeOVSDB(want, got)
 	if vfs, ok := lookup(want, "ethernet", "sr-iov", "vfs").([]any); ok {
 		for _, vf := range vfs {
 			if m, ok := vf.(map[string]any); ok {

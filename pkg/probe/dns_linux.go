@@ -61,28 +61,7 @@ func Resolve(ctx context.Context, netns string, servers []netip.Addr, host strin
 // lookup asks one server.
 func lookup(ctx context.Context, netns string, server netip.Addr, host string) error {
 	fqdn := strings.TrimSuffix(host, ".") + "."
-	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var c net.Conn
-		err := nsrun.DoPath(netns, func() error {
-			s := server
-			// A link-local server's zone names an interface of the node:
-			// use its index, resolved here.
-			if z := s.Zone(); z != "" {
-				if _, err := strconv.Atoi(z); err != nil {
-					ifi, err := net.InterfaceByName(z)
-					if err != nil {
-						return fmt.Errorf("zone %s: %w", z, err)
-					}
-					s = s.WithZone(strconv.Itoa(ifi.Index))
-				}
-			}
-			var d net.Dialer
-			var err error
-			c, err = d.DialContext(ctx, network, net.JoinHostPort(s.String(), "53"))
-			return err
-		})
-		return c, err
-	}}
+	r := resolver(netns, server)
 	var err error
 	if strings.TrimSuffix(host, ".") == DefaultDNSHost {
 		var ns []*net.NS
@@ -104,4 +83,30 @@ func lookup(ctx context.Context, netns string, server netip.Addr, host string) e
 		de.Server = net.JoinHostPort(server.String(), "53")
 	}
 	return err
+}
+
+// resolver is a Go resolver whose queries go to server from inside netns.
+func resolver(netns string, server netip.Addr) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var c net.Conn
+		err := nsrun.DoPath(netns, func() error {
+			s := server
+			// A link-local server's zone names an interface of the node:
+			// use its index, resolved here.
+			if z := s.Zone(); z != "" {
+				if _, err := strconv.Atoi(z); err != nil {
+					ifi, err := net.InterfaceByName(z)
+					if err != nil {
+						return fmt.Errorf("zone %s: %w", z, err)
+					}
+					s = s.WithZone(strconv.Itoa(ifi.Index))
+				}
+			}
+			var d net.Dialer
+			var err error
+			c, err = d.DialContext(ctx, network, net.JoinHostPort(s.String(), "53"))
+			return err
+		})
+		return c, err
+	}}
 }

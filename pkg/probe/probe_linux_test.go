@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -26,7 +27,10 @@ func newLab(t *testing.T) *lab {
 	t.Helper()
 	ctx := context.Background()
 	sw, err := labnet.NewSwitch(ctx, labnet.Options{
-		Records: map[string]netip.Addr{"probe.lab.example": netip.MustParseAddr("192.0.2.50")},
+		Records: map[string]netip.Addr{
+			"probe.lab.example": netip.MustParseAddr("192.0.2.50"),
+			"gw.lab.example":    netip.MustParseAddr("192.0.2.1"),
+		},
 	})
 	t.Cleanup(func() {
 		if sw != nil {
@@ -152,6 +156,37 @@ func TestResolveInsideNamespace(t *testing.T) {
 	}
 	if err := Resolve(ctx, l.node.NS.Path, nil, "probe.lab.example"); err == nil || !strings.Contains(err.Error(), "no name servers") {
 		t.Errorf("resolve without servers = %v, want no name servers", err)
+	}
+}
+
+// TestTCPInsideNamespace: the connection is made from the node (the
+// switch's DNS server's TCP port, by address and by a name looked up
+// through the switch), not from this process's namespace (a listener on
+// this machine's loopback is out of reach).
+func TestTCPInsideNamespace(t *testing.T) {
+	l := newLab(t)
+	ctx := ctxT(t)
+	gw4, _ := l.sw.Gateways()
+	for _, addr := range []string{"192.0.2.1:53", "gw.lab.example:53"} {
+		if err := Poll(ctx, 30*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
+			return TCP(ctx, l.node.NS.Path, []netip.Addr{gw4}, addr)
+		}); err != nil {
+			t.Errorf("tcp %s: %v", addr, err)
+		}
+	}
+	if err := TCP(ctx, l.node.NS.Path, []netip.Addr{gw4}, "192.0.2.1:1"); err == nil {
+		t.Error("tcp to a closed port passed")
+	}
+	if err := TCP(ctx, l.node.NS.Path, []netip.Addr{gw4}, "missing.lab.example:53"); err == nil {
+		t.Error("tcp to a name nobody serves passed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := TCP(ctx, l.node.NS.Path, nil, ln.Addr().String()); err == nil {
+		t.Errorf("tcp to this machine's loopback listener %s passed from the node's namespace", ln.Addr())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -17,6 +18,8 @@ const (
 	DNSName           = "dns"
 	APIServerName     = "api-server"
 	NodeReadinessName = "node-readiness"
+	// TCPName is knmstate's own: a TCP connection to Options.TCPAddress.
+	TCPName = "tcp"
 )
 
 // Defaults of Options. Upstream waits 120 s for every probe; these are
@@ -40,15 +43,24 @@ type Options struct {
 	Show func(ctx context.Context) (*nmstate.State, error)
 	// DNSHost is the name looked up (default DefaultDNSHost).
 	DNSHost string
+	// PingTarget, when valid, is pinged instead of the default gateway
+	// (a policy that moves the gateway, a node whose gateway drops ICMP).
+	PingTarget netip.Addr
 	// API reaches the API server (with the node's dialer); nil = no API
 	// server and node-readiness probes.
 	API *rest.Config
 	// Node is the Node object's name.
 	Node string
+	// TCPAddress (host:port), when set, adds the tcp probe: a connection
+	// to it from the node (the API server's port where no API client is
+	// at hand).
+	TCPAddress string
 	// Timeouts of each probe after an apply; SelectTimeout bounds each
 	// external probe before it (a probe that does not pass then is not
 	// run after).
 	PingTimeout, DNSTimeout, APITimeout, NodeTimeout, SelectTimeout time.Duration
+	// TCPTimeout bounds the tcp probe (default DefaultAPITimeout).
+	TCPTimeout time.Duration
 	// Interval is the pause between attempts (default 1 s).
 	Interval time.Duration
 }
@@ -65,6 +77,7 @@ func (o Options) WithDefaults() Options {
 	def(&o.APITimeout, DefaultAPITimeout)
 	def(&o.NodeTimeout, DefaultNodeTimeout)
 	def(&o.SelectTimeout, DefaultSelectTimeout)
+	def(&o.TCPTimeout, DefaultAPITimeout)
 	def(&o.Interval, DefaultInterval)
 	if o.DNSHost == "" {
 		o.DNSHost = DefaultDNSHost
@@ -78,6 +91,9 @@ func (o Options) All() []Probe {
 	out := []Probe{
 		{Name: PingName, External: true, Timeout: o.PingTimeout, Attempt: o.ping},
 		{Name: DNSName, External: true, Timeout: o.DNSTimeout, Attempt: o.dns},
+	}
+	if o.TCPAddress != "" {
+		out = append(out, Probe{Name: TCPName, External: true, Timeout: o.TCPTimeout, Attempt: o.tcp})
 	}
 	if o.API != nil {
 		out = append(out,
@@ -100,6 +116,9 @@ func (o Options) live(ctx context.Context) (*nmstate.State, error) {
 }
 
 func (o Options) ping(ctx context.Context) error {
+	if o.PingTarget.IsValid() {
+		return Ping(ctx, o.NetNS, o.PingTarget, "")
+	}
 	s, err := o.live(ctx)
 	if err != nil {
 		return fmt.Errorf("ping: %w", err)
@@ -109,6 +128,14 @@ func (o Options) ping(ctx context.Context) error {
 		return fmt.Errorf("ping: %w: no default gateway in the main table", errNoTarget)
 	}
 	return Ping(ctx, o.NetNS, gw.Addr, gw.Iface)
+}
+
+func (o Options) tcp(ctx context.Context) error {
+	s, err := o.live(ctx)
+	if err != nil {
+		return fmt.Errorf("tcp: %w", err)
+	}
+	return TCP(ctx, o.NetNS, NameServers(s), o.TCPAddress)
 }
 
 func (o Options) dns(ctx context.Context) error {

@@ -14,7 +14,7 @@ import (
 
 // TestQemuExamples runs the Scenarios that need Debian's full kernel.
 func TestQemuExamples(t *testing.T) {
-	runLane(t, QemuLane)
+	runLane(t, QemuLane, false, newNode)
 }
 
 // TestKnmstateBondVLANExample applies kubernetes-nmstate's bond-vlan

@@ -15,9 +15,9 @@ import (
 )
 
 // TestHostExamples runs the Scenarios the development VM's kernel can run
-// (the qemu lane runs them too, on Debian's kernel).
+// without Open vSwitch (the qemu lane runs them too, on Debian's kernel).
 func TestHostExamples(t *testing.T) {
-	runLane(t, HostLane)
+	runLane(t, HostLane, false, newNode)
 }
 
 // TestCheckKernelSeesWhatIsMissing proves the direct netlink check can

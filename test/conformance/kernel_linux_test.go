@@ -71,6 +71,12 @@ func (n *node) checkKernel(desired *nmstate.State) error {
 			bad("%s: reading the link: %v", ifc.Name, err)
 			continue
 		}
+		// An OVS bridge is no kernel link (ovs-vswitchd makes none
+		// unless a port carries the bridge's name), nor is a patch
+		// port: checkOVS looks at them in OVSDB.
+		if ifc.Type == nmstate.TypeOVSBridge || ifc.Patch != nil {
+			continue
+		}
 		switch {
 		case ifc.State == nmstate.StateAbsent || ifc.State == nmstate.StateDown && ifc.Type.IsVirtual():
 			if !gone {

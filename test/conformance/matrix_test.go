@@ -28,9 +28,12 @@ type fileSupport struct {
 	scenarios []string
 	needs     []string
 	reason    string // "" when supported
-	// nic is set when no scenario of the file runs through the handler:
-	// why (a NIC kind the lab's nodes do not have, a daemon).
-	nic string
+	ovs       bool   // needs Open vSwitch
+	// notThroughHandler is why no scenario with the file runs through
+	// the handler ("" = one does): a NIC kind the lab's nodes do not
+	// have, a daemon, a clash with the lab's network.
+	notThroughHandler string
+	throughHandler    bool
 }
 
 // classify turns the scenario table into one row per example file: a file
@@ -51,10 +54,11 @@ func classify() []fileSupport {
 		}
 		for _, f := range s.Steps {
 			fs := get(f)
-			if fs.lane == -1 {
-				fs.nic = s.HandlerSkip()
-			} else if s.HandlerSkip() == "" {
-				fs.nic = ""
+			fs.ovs = fs.ovs || s.OVS
+			if why := s.HandlerSkip(); why == "" {
+				fs.throughHandler = true
+			} else {
+				fs.notThroughHandler = why
 			}
 			if fs.lane == -1 || s.Lane < fs.lane {
 				fs.lane = s.Lane
@@ -95,18 +99,34 @@ func contains(l []string, s string) bool {
 	return false
 }
 
+// ovsThroughHandler is the handler column of the OVS scenarios.
+const ovsThroughHandler = "yes: `lab` (each node its own OVS)"
+
 // throughHandler says where a supported file also runs through the API,
 // the controller and the handler into a lab node's kernel: test/e2e's
 // TestNmstateExamples applies every scenario of the table as policies,
 // host scenarios on both lab modes, qemu lane scenarios in guest mode.
-func throughHandler(l Lane, nic string) string {
-	if nic != "" {
-		return "no: " + nic
+func throughHandler(r fileSupport) string {
+	if !r.throughHandler {
+		return "no: " + r.notThroughHandler
 	}
-	if l == HostLane {
+	if r.ovs {
+		return ovsThroughHandler
+	}
+	if r.lane == HostLane {
 		return "yes: `lab` and `lab --kernel debian`"
 	}
 	return "yes: `lab --kernel debian`"
+}
+
+func countOVS(rs []fileSupport) int {
+	n := 0
+	for _, r := range rs {
+		if r.ovs {
+			n++
+		}
+	}
+	return n
 }
 
 // renderMatrix prints docs/support-matrix.md.
@@ -140,19 +160,28 @@ func renderMatrix() []byte {
 	w("hostname and default route are then as the lab made them. Host scenarios run in both\n")
 	w("lab modes (`make test`: `lab`; `make test-kernel`: `lab --kernel debian`, the nodes on\n")
 	w("Debian's kernel in a qemu guest), qemu lane scenarios in guest mode.\n\n")
-	w("Summary: %d supported on the host kernel, %d supported in the qemu lane\n", len(host), len(qemu))
+	w("**Open vSwitch**: the OVS scenarios (`TestOVSExamples`) give the node its own\n")
+	w("`ovsdb-server` and `ovs-vswitchd` (Debian's `openvswitch-switch`; the vswitchd in the\n")
+	w("node's namespace, every file in a temp dir) with the userspace datapath\n")
+	w("(`datapath_type=netdev`: this kernel has no openvswitch module) on the host, apply through the\n")
+	w("OVS backend (OVSDB merged with the kernel), and check each step with `ovs-vsctl`\n")
+	w("(bridges, ports, bond members and modes, port VLANs, STP, internal and patch\n")
+	w("interfaces, the datapath) besides netlink. The qemu lane (`make test-kernel`) runs them\n")
+	w("on the kernel datapath: its initramfs carries Debian's OVS programs and the openvswitch\n")
+	w("module is loaded.\n\n")
 	handler := 0
 	for _, r := range append(append([]fileSupport{}, host...), qemu...) {
-		if r.nic == "" {
+		if r.throughHandler {
 			handler++
 		}
 	}
-	w("(`make test-kernel`, Debian's full kernel), %d of them through the handler; %d not yet supported.\n\n", handler, len(not))
+	w("Summary: %d supported on the host kernel (%d of them with Open vSwitch), %d supported\n", len(host), countOVS(host), len(qemu))
+	w("in the qemu lane (`make test-kernel`, Debian's full kernel), %d of them through the handler; %d not yet supported.\n\n", handler, len(not))
 	section := func(title, intro string, rs []fileSupport) {
 		w("## %s (%d)\n\n%s\n\n", title, len(rs), intro)
 		w("| File | Scenarios (steps in order) | Kernel features | Through the handler |\n|---|---|---|---|\n")
 		for _, r := range rs {
-			w("| `%s` | %s | %s | %s |\n", r.file, strings.Join(r.scenarios, "; "), strings.Join(r.needs, "; "), throughHandler(r.lane, r.nic))
+			w("| `%s` | %s | %s | %s |\n", r.file, strings.Join(r.scenarios, "; "), strings.Join(r.needs, "; "), throughHandler(r))
 		}
 		w("\n")
 	}

@@ -29,12 +29,18 @@ const stepTimeout = 2 * time.Minute
 type node struct {
 	ns       *nstest.NS
 	peer     *nstest.NS
+	kernel   *kernel.Backend
 	backend  apply.Backend
 	stateDir string
 	resolv   string
 	uts      string
 	// devices are the NICs that are not veths (kernel kind "device").
 	devices map[string]bool
+	// checkMore, when set, is a further independent look at the node
+	// after each step (the OVS scenarios' ovs-vsctl check).
+	checkMore func(*nmstate.State) error
+	// ovsdb is the node's OVS database socket ("" = no OVS).
+	ovsdb string
 	// nmBus is the bus of the node's NetworkManager ("" on kernel nodes):
 	// applyStep then also checks that NetworkManager holds each
 	// interface that is up.
@@ -80,7 +86,7 @@ func newNodeWith(t *testing.T, nic string) *node {
 		}
 		b.Close()
 	})
-	return &node{ns: ns, peer: peer, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts, devices: devices}
+	return &node{ns: ns, peer: peer, kernel: b, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts, devices: devices}
 }
 
 // newUTSNS creates a private UTS namespace and returns a path that opens
@@ -175,6 +181,11 @@ func (n *node) applyStep(ctx context.Context, t *testing.T, what string, desired
 	if err := n.checkKernel(desired); err != nil {
 		errs = append(errs, fmt.Errorf("%s: netlink shows:\n%w", what, err))
 	}
+	if n.checkMore != nil {
+		if err := n.checkMore(desired); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
 	if n.nmBus != "" {
 		if err := n.checkNM(ctx, desired); err != nil {
 			errs = append(errs, fmt.Errorf("%s: NetworkManager shows:\n%w", what, err))
@@ -212,7 +223,8 @@ func runScenario(t *testing.T, s Scenario) {
 	runScenarioOn(t, s, newNode)
 }
 
-// runScenarioOn is runScenario on a node made by newNode.
+// runScenarioOn is runScenario on a node made by newNode (by newNodeWith
+// when the scenario names a NIC).
 func runScenarioOn(t *testing.T, s Scenario, newNode func(*testing.T) *node) {
 	var states []*nmstate.State
 	for _, f := range s.Steps {
@@ -222,7 +234,11 @@ func runScenarioOn(t *testing.T, s Scenario, newNode func(*testing.T) *node) {
 		}
 		states = append(states, desired)
 	}
-	expect(t, s.Known, runSteps(context.Background(), t, newNodeWith(t, s.NIC), s.Steps, states))
+	if s.NIC != "" {
+		// Only the kernel backend's node has NICs other than veths.
+		newNode = func(t *testing.T) *node { return newNodeWith(t, s.NIC) }
+	}
+	expect(t, s.Known, runSteps(context.Background(), t, newNode(t), s.Steps, states))
 }
 
 // expect judges a scenario's outcome: without a known issue it must have
@@ -240,15 +256,16 @@ func expect(t *testing.T, known string, err error) {
 	}
 }
 
-// runLane runs every scenario of one lane as a subtest.
-func runLane(t *testing.T, l Lane) {
+// runLane runs every scenario of one lane as a subtest, the OVS ones
+// (ovs true) or the others, each in a node made by newNode.
+func runLane(t *testing.T, l Lane, ovs bool, newNode func(*testing.T) *node) {
 	ran := 0
 	for _, s := range Scenarios {
-		if s.Lane != l {
+		if s.Lane != l || s.OVS != ovs {
 			continue
 		}
 		ran++
-		t.Run(s.Name, func(t *testing.T) { runScenario(t, s) })
+		t.Run(s.Name, func(t *testing.T) { runScenarioOn(t, s, newNode) })
 	}
 	if ran == 0 {
 		t.Fatalf("no scenario for the %s", l)

@@ -48,6 +48,9 @@ type example struct {
 	// message is part of every enactment's Available message (an
 	// available example).
 	message string
+	// ovs: the example needs Open vSwitch on the nodes; on a lab whose
+	// nodes have none it is Degraded, the handler saying so.
+	ovs bool
 	// full, when set, is the expectation on a kernel with bonding, 802.1q,
 	// VRF and bridge VLAN filtering (the guest's, -tags qemu): it replaces
 	// outcome, check, cleanup and message.
@@ -66,6 +69,9 @@ type expectation struct {
 func (e example) expected() example {
 	if c.fullKernel && e.full != nil {
 		e.outcome, e.check, e.cleanup, e.message = e.full.outcome, e.full.check, e.full.cleanup, e.full.message
+	}
+	if e.ovs && !c.ovs() {
+		e.outcome, e.feature = degraded, "the OVS database is not reachable"
 	}
 	return e
 }
@@ -278,13 +284,29 @@ interfaces:
 - {name: br1, type: linux-bridge, state: absent}
 - {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
 `}},
-	// Open vSwitch needs an OVSDB client; the kernel engine has none.
-	{file: "ovs-bridge.yaml", policy: "ovs-bridge", outcome: degraded, nodes: allNodes,
-		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces",
-		feature:   "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
-	{file: "ovs-bridge-iface.yaml", policy: "ovs-bridge-iface", outcome: degraded, nodes: allNodes,
-		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces",
-		feature:   "creating interfaces of type ovs-bridge is not supported by the kernel backend"},
+	// Open vSwitch: each node of the default mode has its own (userspace
+	// datapath); elsewhere the handler has no OVS database and says so (on
+	// NetworkManager nodes: NetworkManager's backend does not make OVS).
+	{file: "ovs-bridge.yaml", policy: "ovs-bridge", nodes: allNodes, ovs: true,
+		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces", check: func(t *testing.T) {
+			for _, n := range allNodes {
+				ovsBridgeWithPorts(t, n, "br1", "false", "eth1")
+				if d := ovsVsctl(t, n, "get", "Bridge", "br1", "external_ids:knmstate-description"); d != `"ovs bridge with eth1 as a port"` {
+					t.Errorf("node %s: br1 description %s, want the policy's", n, d)
+				}
+			}
+		}, cleanup: cleanupOVS},
+	// Its bridge runs STP: ovs0's DHCP lease comes once the ports forward.
+	{file: "ovs-bridge-iface.yaml", policy: "ovs-bridge-iface", nodes: allNodes, ovs: true,
+		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces", check: func(t *testing.T) {
+			for _, n := range allNodes {
+				ovsBridgeWithPorts(t, n, "br1", "true", "eth1", "ovs0")
+				if typ := ovsVsctl(t, n, "get", "Interface", "ovs0", "type"); typ != "internal" {
+					t.Errorf("node %s: ovs0 is an OVS interface of type %q, want internal", n, typ)
+				}
+				dhcpAddressWithin(t, n, "ovs0", 90*time.Second)
+			}
+		}, cleanup: cleanupOVS},
 	// The capture selects NICs of type ethernet; the lab's NICs are veths
 	// (their peers sit on the switch), reported as type veth as upstream
 	// nmstate reports veths, so there is nothing to enable LLDP on and the
@@ -307,7 +329,14 @@ var dhcpPool = [2]netip.Addr{netip.MustParseAddr("192.0.2.100"), netip.MustParse
 // runs the client; the lease may land a moment later.
 func dhcpAddress(t *testing.T, node, iface string) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("node %s: DHCPv4 lease on %s", node, iface), func() string {
+	dhcpAddressWithin(t, node, iface, 30*time.Second)
+}
+
+// dhcpAddressWithin is dhcpAddress with its own wait (an STP bridge
+// forwards only after its forward delays).
+func dhcpAddressWithin(t *testing.T, node, iface string, wait time.Duration) {
+	t.Helper()
+	eventually(t, wait, fmt.Sprintf("node %s: DHCPv4 lease on %s", node, iface), func() string {
 		addrs := links(t, node)[iface].ipv4()
 		for _, a := range addrs {
 			p, err := netip.ParsePrefix(a)

@@ -202,6 +202,7 @@ type ipLink struct {
 	Name    string `json:"ifname"`
 	Master  string `json:"master"`
 	Address string `json:"address"`
+	MTU     int    `json:"mtu"`
 	// Link is the parent of a VLAN (its base interface).
 	Link     string `json:"link"`
 	LinkInfo struct {

@@ -327,8 +327,9 @@ func TestRollback(t *testing.T) {
 // enactment is what the suite reads of an NNCE.
 type enactment struct {
 	Metadata struct {
-		Name   string            `json:"name"`
-		Labels map[string]string `json:"labels"`
+		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Status struct {
 		Conditions []struct {
@@ -417,6 +418,11 @@ func pristine(t *testing.T, node string) {
 			// Kubelet mode: the pod network's bridge and the pods'
 			// veths are the node's, not the policies'.
 			if c.kubelet && (n == "cni0" || link.Master == "cni0") {
+				continue
+			}
+			// The node's OVS userspace datapath keeps its own tap once
+			// it has had a bridge.
+			if n == "ovs-netdev" && c.ovsdb(node) != "" {
 				continue
 			}
 			names = append(names, n)

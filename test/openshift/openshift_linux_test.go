@@ -167,6 +167,7 @@ func TestBareMetalEnabledByDefaultThenOptOut(t *testing.T) {
 	must(t, st, "", "wait", "nncp", "br1-eth1", "--for", "condition=Available", "--timeout", "3m")
 	testBudget(t, st)
 	must(t, st, "", "delete", "nncp", "br1-eth1")
+	checkConsolePlugin(t, st)
 
 	// Opt out, then delete the NMState: its operands go and it does not
 	// come back.
@@ -175,6 +176,13 @@ func TestBareMetalEnabledByDefaultThenOptOut(t *testing.T) {
 	eventually(t, 3*time.Minute, "only the operator left", func() string {
 		if c := components(t, st); c != "operator" {
 			return "pods: " + c
+		}
+		return ""
+	})
+	// The console plugin goes with the NMState (owner references).
+	eventually(t, 2*time.Minute, "the ConsolePlugin gone", func() string {
+		if out, err := kubectl(t, st, "", "get", "consoleplugin", "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
+			return fmt.Sprint(out, err)
 		}
 		return ""
 	})

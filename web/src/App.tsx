@@ -1,4 +1,3 @@
-import { useEffect, useState } from 'react';
 import { Masthead, MastheadBrand, MastheadContent, MastheadMain, Nav, NavItem, NavList, Page, Title } from '@patternfly/react-core';
 import { paths, useWatch } from './k8s';
 import type { Enactment, Policy } from './policy';
@@ -6,33 +5,7 @@ import type { NodeNetworkState } from './nns';
 import { TopologyPage } from './Topology';
 import { PoliciesPage } from './Policies';
 import { StatesPage } from './States';
-
-// Route is the location hash: #/topology/NODE, #/policies/NAME,
-// #/states/NODE, so a view can be linked (and the browser tests open one).
-export interface Route {
-  page: 'topology' | 'policies' | 'states';
-  name: string;
-}
-
-export function parseRoute(hash: string): Route {
-  const [, page = '', name = ''] = hash.replace(/^#/, '').split('/');
-  if (page === 'policies' || page === 'states' || page === 'topology') return { page, name: decodeURIComponent(name) };
-  return { page: 'topology', name: '' };
-}
-
-export function go(r: Route) {
-  window.location.hash = `#/${r.page}/${encodeURIComponent(r.name)}`;
-}
-
-function useRoute(): Route {
-  const [route, setRoute] = useState(parseRoute(window.location.hash));
-  useEffect(() => {
-    const on = () => setRoute(parseRoute(window.location.hash));
-    window.addEventListener('hashchange', on);
-    return () => window.removeEventListener('hashchange', on);
-  }, []);
-  return route;
-}
+import { go, Route, useRoute } from './route';
 
 export function App() {
   const route = useRoute();

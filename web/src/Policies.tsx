@@ -29,7 +29,7 @@ import {
   ToolbarItem,
 } from '@patternfly/react-core';
 import { ActionsColumn, Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
-import { go, Route } from './App';
+import { go, Route } from './route';
 import { paths, remove, Watched } from './k8s';
 import {
   countsByPolicy,

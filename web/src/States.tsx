@@ -26,7 +26,7 @@ import {
   ToolbarItem,
 } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, ThProps, Tr } from '@patternfly/react-table';
-import { go, Route } from './App';
+import { go, Route } from './route';
 import { addresses } from './graph';
 import type { Watched } from './k8s';
 import { filterSort, NodeNetworkState, SortKey, StateRow, summarise } from './nns';

@@ -1,5 +1,4 @@
 import { useEffect, useMemo, useState } from 'react';
-import { observer } from 'mobx-react';
 import {
   Alert,
   Checkbox,
@@ -22,6 +21,7 @@ import {
 } from '@patternfly/react-core';
 import {
   action,
+  observer,
   ComponentFactory,
   createTopologyControlButtons,
   defaultControlButtonsOptions,
@@ -43,7 +43,7 @@ import {
   WithSelectionProps,
 } from '@patternfly/react-topology';
 import { buildGraph, GraphNode, interfaceTypes, NODE_HEIGHT, NODE_WIDTH } from './graph';
-import { go, Route } from './App';
+import { go, Route } from './route';
 import type { Watched } from './k8s';
 import { Enactment, policiesTouching, Policy } from './policy';
 import type { NodeNetworkState } from './nns';
