@@ -122,8 +122,12 @@ func TestPolicyDrift(t *testing.T) {
 	}
 	// From now on the kernel event alone brings the repair.
 	for i := 2; i <= 3; i++ {
+		before := n.applies.Load()
 		deleted = delBridge()
-		w.until(t, "Drifted again", driftReported)
+		// Reported, or already repaired: a loaded machine can let the
+		// enactment's own reconcile see the missing bridge and re-apply
+		// before the drift report is written.
+		w.until(t, "Drifted again or repaired", func(e *enactment) bool { return driftReported(e) || n.applies.Load() > before })
 		w.until(t, "repaired again", func(e *enactment) bool { return !driftReported(e) && phaseOf(&e.Status, 1) == phaseAvailable })
 		t.Logf("FIGURE drift: ip link del → repaired (Available) in %v, repair %d", time.Since(deleted).Round(time.Millisecond), i)
 		if !hasAddress(n.show(t), "br-drift", "198.51.100.30") {
@@ -131,7 +135,12 @@ func TestPolicyDrift(t *testing.T) {
 		}
 	}
 	waitMetric(t, m, 3, "knmstate_handler_drift_repairs_total", "node", n.name, "result", "success")
-	waitMetric(t, m, 3, "knmstate_handler_drifts_total", "node", n.name)
+	// Each deletion is counted as a drift when the drift check saw it
+	// first; the enactment's reconcile may re-apply first (above), so
+	// between the first report and one per deletion.
+	if got := m.value(t, "knmstate_handler_drifts_total", "node", n.name); got < 1 || got > 3 {
+		t.Errorf("knmstate_handler_drifts_total = %v, want 1..3 (one per deletion at most)", got)
+	}
 	if e.Status.Conditions.Find(extension.DriftedCondition) != nil {
 		t.Errorf("Drifted condition left after the repair: %+v", e.Status.Conditions)
 	}

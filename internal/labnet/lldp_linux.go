@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -40,10 +39,11 @@ func (s *Switch) startLLDP(ctx context.Context) error {
 	defer log.Close()
 	cmd := exec.Command(lldpdPath, "-d", "-u", sock, "-I", "n*")
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := s.NS.Do(cmd.Start); err != nil {
-		return fmt.Errorf("starting lldpd in %s: %w", s.NS.Name, err)
+	release, err := s.NS.startKeptThread(cmd)
+	if err != nil {
+		return fmt.Errorf("starting lldpd: %w", err)
 	}
+	s.releaseThreads = append(s.releaseThreads, release)
 	s.lldpd, s.lldpEnd = cmd, make(chan struct{})
 	go func() {
 		_ = cmd.Wait()

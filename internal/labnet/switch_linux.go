@@ -173,6 +173,9 @@ type Switch struct {
 	lldpd   *exec.Cmd
 	lldpEnd chan struct{} // closed when lldpd has been reaped
 	lldpDir string        // lldpd's socket and log
+	// releaseThreads end the OS threads that started dnsmasq and lldpd
+	// (closed by Close once those are gone; see NS.startKeptThread).
+	releaseThreads []chan struct{}
 
 	mu    sync.Mutex
 	nodes []*Node
@@ -315,13 +318,11 @@ func (s *Switch) startDnsmasq(ctx context.Context) error {
 	}
 	defer stderr.Close()
 	cmd.Stderr = stderr
-	// Pdeathsig: dnsmasq dies with the forking thread if our process is
-	// killed before Close runs. The forking thread is switched back and
-	// returned to the runtime's pool, which does not end threads.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := s.NS.Do(cmd.Start); err != nil {
-		return fmt.Errorf("starting dnsmasq in %s: %w", s.NS.Name, err)
+	release, err := s.NS.startKeptThread(cmd)
+	if err != nil {
+		return fmt.Errorf("starting dnsmasq: %w", err)
 	}
+	s.releaseThreads = append(s.releaseThreads, release)
 	s.dnsmasq = cmd
 	s.exited = make(chan struct{})
 	go func() {
@@ -538,6 +539,10 @@ func (s *Switch) Close() error {
 			}
 		}
 	}
+	for _, release := range s.releaseThreads {
+		close(release)
+	}
+	s.releaseThreads = nil
 	s.mu.Lock()
 	nodes := s.nodes
 	s.nodes = nil

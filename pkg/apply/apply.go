@@ -365,8 +365,12 @@ func rollback(ctx context.Context, b Backend, rec *Checkpoint, o Options) error 
 	// A backend with its own checkpoint rolls back first; ours then only
 	// finds what it missed. It settles asynchronously (devices being
 	// deleted, addresses restored), so the revert plan is re-read a few
-	// times before ours runs. A checkpoint the backend already rolled
-	// back by its own timer is gone: that is not an error either.
+	// times before ours runs. Until then a read can also show what no
+	// valid state has (NetworkManager re-activating a device has flushed
+	// its addresses, so a route's next hop has IPv4 disabled): a merge or
+	// plan that fails is retried as well. A checkpoint the backend
+	// already rolled back by its own timer is gone: that is not an error
+	// either.
 	attempts := 1
 	if cp, ok := b.(Checkpointer); ok && rec.BackendCheckpoint != "" {
 		if cp.CheckpointRollback(ctx, rec.BackendCheckpoint) == nil {
@@ -388,15 +392,22 @@ func rollback(ctx context.Context, b Backend, rec *Checkpoint, o Options) error 
 		if IsEmpty(rec.Revert) {
 			return nil
 		}
+		settling := i+1 < attempts
 		m, err := o.engine.merge(rec.Revert, now)
 		if err != nil {
+			if settling {
+				continue
+			}
 			return fmt.Errorf("merging the revert state: %w", err)
 		}
 		plan, err := o.engine.plan(m)
 		if err != nil {
+			if settling {
+				continue
+			}
 			return fmt.Errorf("planning the rollback: %w", err)
 		}
-		if !plan.Empty() && i+1 < attempts {
+		if !plan.Empty() && settling {
 			continue
 		}
 		if !plan.Empty() {

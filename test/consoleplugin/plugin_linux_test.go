@@ -409,5 +409,13 @@ func TestExposedModulesLoad(t *testing.T) {
 		if want := "/nmstate/policies/" + policy; path != want {
 			t.Errorf("path %q after opening the policy, want %q", path, want)
 		}
+		// An entry the console's router counts like its own.
+		idx, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`history.state && typeof history.state.key === 'string' ? history.state.idx : -1`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if idx < 1 {
+			t.Errorf("history entry index %v, want a react-router entry after the first", idx)
+		}
 	})
 }

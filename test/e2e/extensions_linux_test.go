@@ -75,13 +75,39 @@ var (
 )
 
 // snapshot is a node's network as iproute2 prints it: addresses with
-// link details, routes of every table, rules.
+// link details, routes of every table, rules. In kubelet mode the pod
+// network (cni0, the pods' veths, their routes) is the node's, not the
+// policies', and changes as pods come and go: it is left out.
 func snapshot(t *testing.T, node string) string {
 	t.Helper()
 	addr := lifetimes.ReplaceAllString(nodeExec(t, node, "ip", "-d", "addr"), "")
 	routes := expires.ReplaceAllString(nodeExec(t, node, "ip", "route", "show", "table", "all")+
 		nodeExec(t, node, "ip", "-6", "route", "show", "table", "all"), "expires -")
+	if c.kubelet {
+		addr, routes = withoutPodNetwork(addr, true), withoutPodNetwork(routes, false)
+	}
 	return addr + routes + nodeExec(t, node, "ip", "rule") + nodeExec(t, node, "ip", "-6", "rule")
+}
+
+// podLink matches what belongs to kubelet mode's pod network in iproute2's
+// output: cni0 and the pods' veths (ports of cni0).
+var podLink = regexp.MustCompile(`\bcni0\b|\bdev veth[0-9a-f]+\b|^\d+: veth[0-9a-f]+@`)
+
+// withoutPodNetwork drops the pod network from `ip -d addr` (blocks, one
+// per link, when blocks) or from a list of routes (lines).
+func withoutPodNetwork(out string, blocks bool) string {
+	var b strings.Builder
+	skip := false
+	for _, line := range strings.SplitAfter(out, "\n") {
+		header := !strings.HasPrefix(line, " ")
+		if !blocks || header {
+			skip = podLink.MatchString(line)
+		}
+		if !skip {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 // settledSnapshots waits until the nodes' snapshots stop changing by
@@ -105,6 +131,11 @@ func settledSnapshots(t *testing.T, nodes []string) map[string]string {
 			return now
 		}
 		if time.Now().After(deadline) {
+			for _, n := range nodes {
+				if d := cmp.Diff(last[n], now[n]); d != "" {
+					t.Errorf("node %s still changing (-before +after):\n%s", n, d)
+				}
+			}
 			t.Fatalf("the nodes' network did not settle within a minute")
 		}
 		last = now
@@ -256,7 +287,7 @@ dns-resolver:
 `
 
 // TestProbesPerPolicy: a policy leaving node02 with only a name server
-// nobody answers is rolled back by the DNS probe (here with a 10 s DNS
+// nobody answers is rolled back by the DNS probe (here with a 5 s DNS
 // timeout set by the same annotation, to keep the suite short; the
 // handler's tests cover the policy without any annotation), and is
 // Available with `knmstate.io/probes: dns=off`.
@@ -270,11 +301,11 @@ func TestProbesPerPolicy(t *testing.T) {
 
 	begin := time.Now()
 	kubectlIn(t, withAnnotations(nodePolicyYAML("ext-dns-probed", node, nil, deadDNS),
-		map[string]string{"knmstate.io/probes": "dns.timeout=10s"}), "apply", "-f", "-")
+		map[string]string{"knmstate.io/probes": "dns.timeout=5s"}), "apply", "-f", "-")
 	if err := waitFor(t, "ext-dns-probed", "Degraded", rollbackTimeout); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("FIGURE probes: DNS probe (10 s) rolled back after %v", time.Since(begin).Round(time.Millisecond))
+	t.Logf("FIGURE probes: DNS probe (5 s) rolled back after %v", time.Since(begin).Round(time.Millisecond))
 	ens := enactments(t, "ext-dns-probed")
 	if len(ens) != 1 || !strings.Contains(ens[0].message("Failing"), "probe dns") {
 		t.Errorf("enactments %+v, want one Failing on the dns probe", ens)
@@ -453,10 +484,13 @@ func TestRevertOnDelete(t *testing.T) {
 }
 
 // linkConfig is what a policy configures of a node's links: kind, port
-// of what, MTU, addresses.
+// of what, MTU, addresses (kubelet mode's pod network left out).
 func linkConfig(l map[string]ipLink) map[string]string {
 	out := map[string]string{}
 	for name, link := range l {
+		if c.kubelet && (name == "cni0" || link.Master == "cni0") {
+			continue
+		}
 		var addrs []string
 		for _, a := range link.AddrInfo {
 			addrs = append(addrs, fmt.Sprintf("%s/%d", a.Local, a.PrefixLen))

@@ -32,18 +32,8 @@ const (
 	cpDeleteNewConnections = 0x02
 	cpDisconnectNewDevices = 0x04
 
-	// Device states.
-	devUnmanaged    = 10
-	devPrepare      = 40
-	devIPConfig     = 70
-	devDeactivating = 110
-	devActivated    = 100
-	devFailed       = 120
-	// Active connection states.
-	acActivating   = 1
-	acActivated    = 2
-	acDeactivating = 3
-	acDeactivated  = 4
+	// Device states (more in activation.go).
+	devUnmanaged = 10
 )
 
 // client wraps one private D-Bus connection to NetworkManager.
@@ -192,40 +182,42 @@ func (c *client) deleteDevice(ctx context.Context, d dbus.ObjectPath) error {
 	return c.call(ctx, d, deviceIface+".Delete").Err
 }
 
-// acState reads an active connection's state and its device's state.
-func (c *client) acState(ac dbus.ObjectPath) (state uint32, dev uint32, err error) {
-	if err := c.prop(ac, acIface+".State", &state); err != nil {
-		return 0, 0, err
+// activation reads an active connection's state and flags and its
+// device's state.
+func (c *client) activation(ac dbus.ObjectPath) (activation, error) {
+	var a activation
+	if err := c.prop(ac, acIface+".State", &a.conn); err != nil {
+		return a, err
 	}
+	_ = c.prop(ac, acIface+".StateFlags", &a.flags)
 	var devs []dbus.ObjectPath
 	if err := c.prop(ac, acIface+".Devices", &devs); err == nil && len(devs) > 0 {
-		_ = c.prop(devs[0], deviceIface+".State", &dev)
+		_ = c.prop(devs[0], deviceIface+".State", &a.dev)
 	}
-	return state, dev, nil
+	return a, nil
 }
 
-// waitActive waits until the active connection is activated, or
-// activating with its device past IP configuration (a controller waiting
-// for ports, an address family still waiting for DHCP), as nmstate's
-// Python engine judged activation.
-func (c *client) waitActive(ctx context.Context, name string, ac dbus.ObjectPath) error {
+// waitActive waits until the activation of profile s is done as
+// judgeActivation judges it.
+func (c *client) waitActive(ctx context.Context, name string, ac dbus.ObjectPath, s Settings) error {
+	mayPend4, mayPend6 := profileMayPend(s, "ipv4"), profileMayPend(s, "ipv6")
 	var last string
 	for {
-		st, dev, err := c.acState(ac)
+		a, err := c.activation(ac)
 		switch {
 		case err != nil:
 			last = err.Error()
 			if isUnknownObject(errors.Unwrap(err)) || isUnknownObject(err) {
 				return fmt.Errorf("activating %s: the activation went away (deactivated)", name)
 			}
-		case st == acActivated:
-			return nil
-		case st == acActivating && dev >= devIPConfig && dev <= devActivated:
-			return nil
-		case st == acDeactivating || st == acDeactivated || dev == devFailed:
-			return fmt.Errorf("activating %s: failed (connection state %d, device state %d)", name, st, dev)
 		default:
-			last = fmt.Sprintf("connection state %d, device state %d", st, dev)
+			switch judgeActivation(a, mayPend4, mayPend6) {
+			case activationDone:
+				return nil
+			case activationFailed:
+				return fmt.Errorf("activating %s: failed (connection state %d, device state %d)", name, a.conn, a.dev)
+			}
+			last = fmt.Sprintf("connection state %d, device state %d, flags %#x", a.conn, a.dev, a.flags)
 		}
 		select {
 		case <-ctx.Done():

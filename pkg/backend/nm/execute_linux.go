@@ -116,8 +116,9 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 	actx, cancel := context.WithTimeout(ctx, b.opts.ActivationTimeout)
 	defer cancel()
 	type pending struct {
-		name string
-		ac   dbus.ObjectPath
+		name     string
+		ac       dbus.ObjectPath
+		settings Settings
 	}
 	var waits []pending
 	for i, p := range pp.Profiles {
@@ -128,10 +129,10 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		if err != nil {
 			return fmt.Errorf("activating %s: %w", p.Name, err)
 		}
-		waits = append(waits, pending{p.Name, ac})
+		waits = append(waits, pending{p.Name, ac, p.Settings})
 	}
 	for _, w := range waits {
-		if err := b.c.waitActive(actx, w.name, w.ac); err != nil {
+		if err := b.c.waitActive(actx, w.name, w.ac, w.settings); err != nil {
 			return err
 		}
 	}
@@ -177,13 +178,19 @@ func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged, pp *ProfilePla
 		if err != nil {
 			return err
 		}
+		// A read in the middle of NetworkManager's work can also be one
+		// nothing merges into (a device's addresses flushed for a
+		// re-activation: a route through it has IPv4 disabled): read
+		// again as well.
 		mm, err := nmstate.Merge(desired, cur)
 		if err != nil {
-			return fmt.Errorf("kernel touch-up: %w", err)
+			lastErr = err
+			continue
 		}
 		plan, err := nmstate.PlanChanges(mm)
 		if err != nil {
-			return fmt.Errorf("kernel touch-up: %w", err)
+			lastErr = err
+			continue
 		}
 		if plan.Empty() {
 			return nil
@@ -212,20 +219,27 @@ func (b *Backend) CheckpointCreate(ctx context.Context, timeout time.Duration) (
 }
 
 // CheckpointRollback rolls NetworkManager back to the checkpoint and
-// waits until no device is still activating or deactivating.
+// waits (bounded) until the devices it rolled back have settled.
 func (b *Backend) CheckpointRollback(ctx context.Context, id string) error {
 	res, err := b.c.checkpointRollback(ctx, dbus.ObjectPath(id))
 	if err != nil {
 		return fmt.Errorf("rolling back NetworkManager checkpoint %s: %w", id, err)
 	}
 	var failed []string
+	rolled := map[dbus.ObjectPath]bool{}
 	for dev, r := range res {
-		if r == 3 {
+		switch r {
+		case rollbackOK:
+			rolled[dbus.ObjectPath(dev)] = true
+		case rollbackFailed:
 			failed = append(failed, dev)
 		}
 	}
-	// As nmstate: wait (bounded) until no device is between prepare and
-	// activated, or deactivating.
+	// NetworkManager re-activates what it rolled back after it replied:
+	// until such a device is activated again, the kernel shows it
+	// without its addresses (IPv4 disabled), and the revert plan read
+	// then cannot even be merged. pkg/apply re-reads as well; this wait
+	// makes its first read the settled one in the common case.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		devs, err := b.c.devices(ctx)
@@ -234,14 +248,18 @@ func (b *Backend) CheckpointRollback(ctx context.Context, id string) error {
 		}
 		busy := false
 		for _, d := range devs {
-			if d.state >= devPrepare && d.state < devIPConfig || d.state == devDeactivating {
+			if rolled[d.path] && rollbackSettling(d.state) {
 				busy = true
 			}
 		}
 		if !busy {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rolling back NetworkManager checkpoint %s: %w", id, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("NetworkManager checkpoint %s: rollback failed for devices %v", id, failed)

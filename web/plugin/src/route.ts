@@ -34,8 +34,13 @@ export function pathOf(r: Route): string {
 }
 
 export function go(r: Route) {
-  window.history.pushState(null, '', pathOf(r));
-  window.dispatchEvent(new PopStateEvent('popstate'));
+  // The entry has the shape of the console router's own ({usr, key,
+  // idx}: react-router's browser history), so its back and forward count
+  // it like any other.
+  const prev = window.history.state as { idx?: number } | null;
+  const state = { usr: null, key: Math.random().toString(36).slice(2, 10), idx: (prev?.idx ?? 0) + 1 };
+  window.history.pushState(state, '', pathOf(r));
+  window.dispatchEvent(new PopStateEvent('popstate', { state }));
 }
 
 export function useRoute(): Route {
