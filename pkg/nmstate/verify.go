@@ -537,7 +537,8 @@ func sanitizeVFs(want []any, got map[string]any) {
 }
 
 // sanitizeIP drops what verification ignores from the address lists of one
-// family: lifetimes, dynamic (DHCP/SLAAC) and IPv6 link-local addresses, and
+// family: lifetimes, dynamic (DHCP/SLAAC) and IPv6 link-local addresses (on
+// both sides: merge drops desired dynamic addresses, as nmstate does), and
 // extra current addresses unless allow-extra-address is false. Both lists
 // are then sorted (the kernel lists IPv6 addresses newest first).
 func sanitizeIP(want, got map[string]any, fam string, d *IPConfig) {
@@ -551,7 +552,7 @@ func sanitizeIP(want, got map[string]any, fam string, d *IPConfig) {
 	if !wok {
 		return
 	}
-	wa = keepAddrs(wa, func(m map[string]any) bool { return !isLinkLocal(m) })
+	wa = keepAddrs(wa, func(m map[string]any) bool { return !isLinkLocal(m) && !isDynamicAddr(m) })
 	ga = keepAddrs(ga, func(m map[string]any) bool { return !isLinkLocal(m) && !isDynamicAddr(m) })
 	if d.AllowExtraAddress == nil || *d.AllowExtraAddress {
 		wanted := map[string]bool{}
