@@ -70,6 +70,23 @@ func newNS(name string) (_ *NS, err error) {
 	return n, nil
 }
 
+// originHandle is a netlink handle in the calling thread's network
+// namespace, usable from any thread afterwards.
+func originHandle() (*netlink.Handle, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ns, err := netns.Get()
+	if err != nil {
+		return nil, fmt.Errorf("reading the network namespace: %w", err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle: %w", err)
+	}
+	return h, nil
+}
+
 // Do runs f on a locked OS thread switched into the namespace and waits
 // for it (nsrun.Do). Sockets and child processes f creates stay in the
 // namespace; goroutines it starts do not inherit it.

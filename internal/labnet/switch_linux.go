@@ -73,6 +73,20 @@ type Options struct {
 	// interface on DHCP gets an address of its VLAN and nothing that
 	// would change the node's default route. Needs the kernel's 8021q.
 	VLANs []VLAN
+	// Cables are existing links to use as the nodes' NICs instead of veth
+	// pairs, taken in order by AddNode, one per NIC: ethernet devices of
+	// a virtual machine joined two by two outside it (labvm.Machine's
+	// Cables), so the nodes' NICs are reported as ethernet, not veth.
+	// When they run out, AddNode makes veth pairs again.
+	Cables []Cable
+}
+
+// Cable is a pair of links that carry each other's frames, named in the
+// namespace NewSwitch is called from: Node becomes a node's NIC, Switch
+// the bridge port facing it. Both must be down and their names must not
+// be a node NIC's name (eth0, ...): they are moved before being renamed.
+type Cable struct {
+	Node, Switch string
 }
 
 // VLAN is a tagged network of the switch.
@@ -177,9 +191,13 @@ type Switch struct {
 	// (closed by Close once those are gone; see NS.startKeptThread).
 	releaseThreads []chan struct{}
 
-	mu    sync.Mutex
-	nodes []*Node
-	seq   int
+	mu     sync.Mutex
+	nodes  []*Node
+	seq    int
+	cables []Cable // not yet taken
+	// origin is the namespace NewSwitch was called from, where the
+	// cables are.
+	origin *netlink.Handle
 }
 
 // Node is a node namespace whose NICs are veth pairs to the switch bridge.
@@ -214,12 +232,17 @@ func NewSwitch(ctx context.Context, opts Options) (_ *Switch, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("labnet options: %w", err)
 	}
-	s := &Switch{Options: opts}
+	s := &Switch{Options: opts, cables: slices.Clone(opts.Cables)}
 	defer func() {
 		if err != nil {
 			_ = s.Close()
 		}
 	}()
+	if len(s.cables) > 0 {
+		if s.origin, err = originHandle(); err != nil {
+			return nil, fmt.Errorf("cables: %w", err)
+		}
+	}
 	if s.Dir, err = os.MkdirTemp(opts.Dir, Prefix+"switch-"); err != nil {
 		return nil, fmt.Errorf("switch temp dir: %w", err)
 	}
@@ -410,15 +433,8 @@ func (s *Switch) AddNode(name string, nics ...string) (_ *Node, err error) {
 	for i, nic := range nics {
 		// Unique in the switch namespace and within IFNAMSIZ.
 		peer := fmt.Sprintf("n%d-%d", seq, i)
-		v := &netlink.Veth{
-			LinkAttrs:     netlink.LinkAttrs{Name: nic},
-			PeerName:      peer,
-			PeerNamespace: netlink.NsFd(int(s.NS.Handle)),
-		}
-		// Born inside the node namespace, peer moved straight into the
-		// switch namespace: the caller's namespace never sees either end.
-		if err := n.NS.Netlink.LinkAdd(v); err != nil {
-			return nil, fmt.Errorf("node %s: creating veth %s <-> %s: %w", name, nic, peer, err)
+		if err := s.cable(n, nic, peer); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
 		pl, err := s.NS.Netlink.LinkByName(peer)
 		if err != nil {
@@ -507,11 +523,65 @@ func (s *Switch) RemoveNode(name string) error {
 	return errors.Join(errs...)
 }
 
+// cable gives node n its NIC nic, with peer as the bridge's port facing
+// it: the next of Options.Cables, or a new veth pair.
+func (s *Switch) cable(n *Node, nic, peer string) error {
+	s.mu.Lock()
+	var c Cable
+	taken := len(s.cables) > 0
+	if taken {
+		c, s.cables = s.cables[0], s.cables[1:]
+	}
+	s.mu.Unlock()
+	if !taken {
+		v := &netlink.Veth{
+			LinkAttrs:     netlink.LinkAttrs{Name: nic},
+			PeerName:      peer,
+			PeerNamespace: netlink.NsFd(int(s.NS.Handle)),
+		}
+		// Born inside the node namespace, peer moved straight into the
+		// switch namespace: the caller's namespace never sees either end.
+		if err := n.NS.Netlink.LinkAdd(v); err != nil {
+			return fmt.Errorf("creating veth %s <-> %s: %w", nic, peer, err)
+		}
+		return nil
+	}
+	if err := s.plug(c.Node, n.NS, nic); err != nil {
+		return fmt.Errorf("cable %s-%s: %w", c.Node, c.Switch, err)
+	}
+	if err := s.plug(c.Switch, s.NS, peer); err != nil {
+		return fmt.Errorf("cable %s-%s: %w", c.Node, c.Switch, err)
+	}
+	return nil
+}
+
+// plug moves link from the origin namespace into ns and names it name.
+func (s *Switch) plug(link string, ns *NS, name string) error {
+	l, err := s.origin.LinkByName(link)
+	if err != nil {
+		return fmt.Errorf("finding %s: %w", link, err)
+	}
+	if err := s.origin.LinkSetNsFd(l, int(ns.Handle)); err != nil {
+		return fmt.Errorf("moving %s into %s: %w", link, ns.Name, err)
+	}
+	if l, err = ns.Netlink.LinkByName(link); err != nil {
+		return fmt.Errorf("%s: finding %s: %w", ns.Name, link, err)
+	}
+	if err := ns.Netlink.LinkSetName(l, name); err != nil {
+		return fmt.Errorf("%s: renaming %s to %s: %w", ns.Name, link, name, err)
+	}
+	return nil
+}
+
 // Close stops dnsmasq (by its PID), removes the node and switch namespaces
 // and the temporary directory. It is safe to call more than once and on a
 // partially built switch.
 func (s *Switch) Close() error {
 	var errs []error
+	if s.origin != nil {
+		s.origin.Close()
+		s.origin = nil
+	}
 	if s.lldpd != nil && s.lldpd.Process != nil {
 		_ = s.lldpd.Process.Signal(syscall.SIGTERM)
 		select {

@@ -37,6 +37,44 @@ type Machine struct {
 	// Forwards are the ports of this machine's loopback forwarded into
 	// the guest.
 	Forwards []Forward
+	// Cables is the number of virtio-net pairs joined by a qemu hub of
+	// their own, behind PCI bridges: a node's NIC at one end, a switch
+	// port at the other. In the guest they are plain ethernet devices
+	// (no link kind), as a virtual machine's NICs are, where veth pairs
+	// would be reported as veth. Find the ends with CableMACs.
+	Cables int
+}
+
+// UplinkMAC is the MAC address of the guest's uplink NIC.
+const UplinkMAC = "52:54:00:12:34:56"
+
+// cablesPerBridge: a PCI bridge has 32 slots; slot 0 stays free.
+const cablesPerBridge = 15
+
+// CableMACs are the MAC addresses of cable i's two ends, the node's and the
+// switch's.
+func CableMACs(i int) (node, sw string) {
+	return fmt.Sprintf("52:54:01:%02x:%02x:01", i>>8&0xff, i&0xff), fmt.Sprintf("52:54:01:%02x:%02x:02", i>>8&0xff, i&0xff)
+}
+
+// cableArgs are qemu's arguments for m.Cables cables.
+func (m Machine) cableArgs() []string {
+	var args []string
+	for i := 0; i < m.Cables; i++ {
+		bridge := fmt.Sprintf("cables%d", i/cablesPerBridge)
+		if i%cablesPerBridge == 0 {
+			args = append(args, "-device", fmt.Sprintf("pci-bridge,id=%s,chassis_nr=%d", bridge, i/cablesPerBridge+1))
+		}
+		node, sw := CableMACs(i)
+		for end, mac := range []string{node, sw} {
+			id := fmt.Sprintf("cable%d-%d", i, end)
+			slot := (i%cablesPerBridge)*2 + end + 1
+			args = append(args,
+				"-netdev", fmt.Sprintf("hubport,id=%s,hubid=%d", id, i),
+				"-device", fmt.Sprintf("virtio-net-pci,netdev=%s,mac=%s,bus=%s,addr=%#x,romfile=", id, mac, bridge, slot))
+		}
+	}
+	return args
 }
 
 // Args is qemu-system-x86_64's command line (without the program name).
@@ -53,7 +91,7 @@ func (m Machine) Args() []string {
 	if m.TranslationCacheMiB > 0 {
 		accel += ",tb-size=" + strconv.Itoa(m.TranslationCacheMiB)
 	}
-	return []string{
+	return append([]string{
 		// TCG: KVM is listed on the development VMs but hangs.
 		"-accel", accel, "-cpu", "max",
 		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMiB),
@@ -66,9 +104,9 @@ func (m Machine) Args() []string {
 		// + timer doesn't work!"); the emulated timer works, so skip it.
 		"-append", "console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check rdinit=/init",
 		"-netdev", strings.Join(netdev, ","),
-		"-device", "virtio-net-pci,netdev=net0,romfile=",
+		"-device", "virtio-net-pci,netdev=net0,mac=" + UplinkMAC + ",romfile=",
 		"-device", "virtio-rng-pci",
-	}
+	}, m.cableArgs()...)
 }
 
 // Modules are the kernel modules the guest's devices need (virtio-net and

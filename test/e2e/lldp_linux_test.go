@@ -1,5 +1,3 @@
-//go:build !qemu
-
 package e2e
 
 import (
@@ -14,8 +12,8 @@ import (
 
 // TestLLDPNeighbors: a policy turns LLDP on for eth1 of every node; the
 // lab switch's lldpd announces itself, and each node's NodeNetworkState
-// then lists it as eth1's neighbour, in nmstate's TLV form. Host lab
-// only: the guest has no lldpd.
+// then lists it as eth1's neighbour, in nmstate's TLV form (a veth in the
+// default lab, a virtio-net NIC in the guest).
 func TestLLDPNeighbors(t *testing.T) {
 	requirePolicies(t)
 	const policy = "e2e-lldp"
@@ -33,41 +31,48 @@ func TestLLDPNeighbors(t *testing.T) {
 	}
 	deletePolicy(t, policy)
 	for _, n := range c.state.Nodes {
-		eventually(t, 60*time.Second, fmt.Sprintf("node %s: the switch as eth1's LLDP neighbour in the nns", n.Name), func() string {
-			out := kubectl(t, "get", "nns", n.Name, "-o", "json")
-			var nns struct {
-				Status struct {
-					CurrentState struct {
-						Interfaces []struct {
-							Name string `json:"name"`
-							LLDP *struct {
-								Enabled   bool               `json:"enabled"`
-								Neighbors [][]map[string]any `json:"neighbors"`
-							} `json:"lldp"`
-						} `json:"interfaces"`
-					} `json:"currentState"`
-				} `json:"status"`
+		waitLLDPNeighbor(t, n.Name, "eth1")
+	}
+}
+
+// waitLLDPNeighbor waits until node's NodeNetworkState shows LLDP enabled
+// on nic with the lab switch among its neighbours, in nmstate's TLV form.
+func waitLLDPNeighbor(t *testing.T, node, nic string) {
+	t.Helper()
+	eventually(t, 60*time.Second, fmt.Sprintf("node %s: the switch as %s's LLDP neighbour in the nns", node, nic), func() string {
+		out := kubectl(t, "get", "nns", node, "-o", "json")
+		var nns struct {
+			Status struct {
+				CurrentState struct {
+					Interfaces []struct {
+						Name string `json:"name"`
+						LLDP *struct {
+							Enabled   bool               `json:"enabled"`
+							Neighbors [][]map[string]any `json:"neighbors"`
+						} `json:"lldp"`
+					} `json:"interfaces"`
+				} `json:"currentState"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(out), &nns); err != nil {
+			return err.Error()
+		}
+		for _, ifc := range nns.Status.CurrentState.Interfaces {
+			if ifc.Name != nic {
+				continue
 			}
-			if err := json.Unmarshal([]byte(out), &nns); err != nil {
-				return err.Error()
+			if ifc.LLDP == nil || !ifc.LLDP.Enabled {
+				return nic + " lldp not enabled in the nns"
 			}
-			for _, ifc := range nns.Status.CurrentState.Interfaces {
-				if ifc.Name != "eth1" {
-					continue
-				}
-				if ifc.LLDP == nil || !ifc.LLDP.Enabled {
-					return "eth1 lldp not enabled in the nns"
-				}
-				for _, nb := range ifc.LLDP.Neighbors {
-					for _, tlv := range nb {
-						if tlv["system-name"] == labnet.LLDPSystemName {
-							return ""
-						}
+			for _, nb := range ifc.LLDP.Neighbors {
+				for _, tlv := range nb {
+					if tlv["system-name"] == labnet.LLDPSystemName {
+						return ""
 					}
 				}
-				return fmt.Sprintf("eth1 neighbours %v lack %s", ifc.LLDP.Neighbors, labnet.LLDPSystemName)
 			}
-			return "no eth1 in the nns: " + strings.TrimSpace(out[:min(len(out), 200)])
-		})
-	}
+			return fmt.Sprintf("%s neighbours %v lack %s", nic, ifc.LLDP.Neighbors, labnet.LLDPSystemName)
+		}
+		return "no " + nic + " in the nns: " + strings.TrimSpace(out[:min(len(out), 200)])
+	})
 }
