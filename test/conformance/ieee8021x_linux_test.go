@@ -14,13 +14,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/knmstate/knmstate/pkg/apply"
+	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
 // authenticator is hostapd guarding the peer's end of eth1 (sw-eth1), as
 // an 802.1X switch port does: an nftables ingress filter drops every
 // frame but EAPOL until hostapd reports the station authorized, when its
 // action script (run by hostapd_cli on AP-STA-CONNECTED) removes the
-// filter. hostapd's internal EAP server authenticates with the users of
+// filter; it puts the filter back when the station leaves
+// (AP-STA-DISCONNECTED: EAPOL-Logoff). hostapd's internal EAP server authenticates with the users of
 // eap_user (TLS by certificate, PEAP with MSCHAPv2).
 type authenticator struct {
 	dir string
@@ -53,6 +57,7 @@ ctrl_interface=%[1]s/ctrl
 		"action.sh": fmt.Sprintf(`#!/bin/sh
 echo "$2" >>%[1]s/events
 if [ "$2" = AP-STA-CONNECTED ]; then nft delete table netdev guard; fi
+if [ "$2" = AP-STA-DISCONNECTED ]; then nft -f %[1]s/guard.nft; fi
 `, a.dir),
 		"guard.nft": `table netdev guard {
 	chain in {
@@ -185,5 +190,61 @@ func TestIEEE8021XGuardedPort(t *testing.T) {
 				t.Fatalf("authenticated, but the port passes no traffic; events:\n%s", a.events())
 			}
 		})
+	}
+}
+
+// TestIEEE8021XRollback: an apply that adds 802.1x to a NIC and is rolled
+// back leaves the NIC as it was: no supplicant runs for it any more, show
+// reports no 802.1x section, and the guarded port closes again.
+func TestIEEE8021XRollback(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t)
+	n.ns.AddrAdd(t, "eth1", "192.0.2.1/24")
+	n.peer.AddrAdd(t, "sw-eth1", "192.0.2.2/24")
+	listenInPeer(t, n, "192.0.2.2:7777")
+	a := guardedPort(t, n)
+	desired, err := nmstate.Decode(readExample(t, "eth1_with_ieee_802_1x_peap.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := n.options()
+	opts.NoCommit = true
+	if _, err := apply.Apply(ctx, n.backend, desired, opts); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	a.waitEvent(t, "AP-STA-CONNECTED")
+	if !reaches(t, n, "192.0.2.2:7777") {
+		t.Fatalf("authenticated, but the port passes no traffic; events:\n%s", a.events())
+	}
+	pidFile := filepath.Join(filepath.Dir(n.stateDir), "supplicant", "eth1.pid")
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the supplicant's pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("pid file %s holds %q", pidFile, data)
+	}
+	if _, err := apply.Rollback(ctx, n.backend, n.stateDir); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("wpa_supplicant %d still runs after the rollback (kill 0: %v)", pid, err)
+	}
+	cur, err := n.backend.Show(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ifc := range cur.Interfaces {
+		if ifc.Name == "eth1" && ifc.IEEE8021X != nil {
+			t.Errorf("eth1 still has an 802.1x section after the rollback: identity %v", ifc.IEEE8021X.Identity)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for reaches(t, n, "192.0.2.2:7777") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the port still passes traffic 30s after the rollback; events:\n%s", a.events())
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -1,10 +1,12 @@
 package kernel
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,6 +252,39 @@ func (b *Backend) removeSupplicant(name string) error {
 		}
 	}
 	return nil
+}
+
+// RemoveIEEE8021X stops iface's supplicant and forgets its 802.1x section
+// (apply.IEEE8021XRemover: a rollback of the apply that added it).
+func (b *Backend) RemoveIEEE8021X(_ context.Context, iface string) error {
+	if b.supplicantPath(iface, ".json") == "" || iface == "ctrl" {
+		return nil
+	}
+	// Log off first, so the authenticator closes the port as it was
+	// before: a supplicant that just ends sends nothing and leaves the
+	// port authorized. Best effort: the supplicant may have exited.
+	b.logoffSupplicant(iface)
+	return b.removeSupplicant(iface)
+}
+
+// logoffSupplicant asks iface's wpa_supplicant, over its control socket,
+// to send EAPOL-Logoff, and waits (bounded) for its answer.
+func (b *Backend) logoffSupplicant(iface string) {
+	ctrl := filepath.Join(b.opts.SupplicantDir, "ctrl", iface)
+	local := filepath.Join(b.opts.SupplicantDir, fmt.Sprintf(".logoff-%d", os.Getpid()))
+	_ = os.Remove(local)
+	c, err := net.DialUnix("unixgram", &net.UnixAddr{Name: local, Net: "unixgram"}, &net.UnixAddr{Name: ctrl, Net: "unixgram"})
+	if err != nil {
+		return
+	}
+	defer os.Remove(local)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("LOGOFF")); err != nil {
+		return
+	}
+	buf := make([]byte, 64)
+	_, _ = c.Read(buf)
 }
 
 // StopSupplicants ends every wpa_supplicant the backend started in its
