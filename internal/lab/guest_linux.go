@@ -228,8 +228,18 @@ func (s *supervisor) bootGuest(ctx context.Context, kernel labvm.Kernel, nodes [
 	}
 	// Every NIC of every node is a cable: virtio-net devices, reported as
 	// ethernet (as a virtual machine's NICs are upstream), where veths
-	// would be reported as veth.
-	cables := len(nodes) * len(nodeNICs)
+	// would be reported as veth. eth0's permanent MAC is the one the
+	// switch's DHCP reservation knows (a bond copying it gets that one).
+	var cables []labvm.Cable
+	for i := range nodes {
+		for j := range nodeNICs {
+			c := labvm.NumberedCable(len(cables))
+			if j == 0 {
+				c.Node = nodes[i].mac().String()
+			}
+			cables = append(cables, c)
+		}
+	}
 	cfg := GuestConfig{Name: o.Name, Nodes: nodes, HandlerArgs: o.HandlerArgs, Token: token,
 		NodeRuntime: o.Nmstatectl != NoNodeRuntime, Cables: cables}
 	if cfg.NodeRuntime && o.Nmstatectl != o.Binary {

@@ -236,10 +236,10 @@ func setupUplink() error {
 // guestUplink names the guest's NIC on qemu's user-mode network.
 const guestUplink = "uplink"
 
-// findCables finds the guest's n cables (labvm.CableMACs) and names their
-// ends c<i>n and c<i>s, names no node NIC has, for the switch to move.
-func findCables(n int) ([]labnet.Cable, error) {
-	if n == 0 {
+// findCables finds the guest's cables by their MACs and names their ends
+// c<i>n and c<i>s, names no node NIC has, for the switch to move.
+func findCables(macs []labvm.Cable) ([]labnet.Cable, error) {
+	if len(macs) == 0 {
 		return nil, nil
 	}
 	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
@@ -247,11 +247,10 @@ func findCables(n int) ([]labnet.Cable, error) {
 		return nil, fmt.Errorf("guest cables: %w", err)
 	}
 	defer nl.Close()
-	cables := make([]labnet.Cable, n)
-	for i := range cables {
-		node, sw := labvm.CableMACs(i)
+	cables := make([]labnet.Cable, len(macs))
+	for i, m := range macs {
 		c := labnet.Cable{Node: fmt.Sprintf("c%dn", i), Switch: fmt.Sprintf("c%ds", i)}
-		for _, end := range []struct{ mac, name string }{{node, c.Node}, {sw, c.Switch}} {
+		for _, end := range []struct{ mac, name string }{{m.Node, c.Node}, {m.Switch, c.Switch}} {
 			l, err := linkByMAC(nl, end.mac)
 			if err != nil {
 				return nil, fmt.Errorf("guest cable %d: %w", i, err)

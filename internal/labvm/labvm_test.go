@@ -85,12 +85,17 @@ func TestMachineArgs(t *testing.T) {
 // TestMachineCables: each cable is two NICs on a hub of their own, 15
 // cables per PCI bridge, every MAC distinct.
 func TestMachineCables(t *testing.T) {
-	m := Machine{Kernel: Kernel{Image: "/k/vmlinux"}, Initrd: "/d/initrd", MemoryMiB: 512, CPUs: 1, Console: "/c", Cables: 16}
+	m := Machine{Kernel: Kernel{Image: "/k/vmlinux"}, Initrd: "/d/initrd", MemoryMiB: 512, CPUs: 1, Console: "/c"}
+	for i := 0; i < 16; i++ {
+		m.Cables = append(m.Cables, NumberedCable(i))
+	}
+	m.Cables[1].Node = "02:6b:6e:6d:02:0c"
 	args := strings.Join(m.Args(), " ")
 	for _, want := range []string{
 		"-device pci-bridge,id=cables0,chassis_nr=1",
 		"-netdev hubport,id=cable0-0,hubid=0 -device virtio-net-pci,netdev=cable0-0,mac=52:54:01:00:00:01,bus=cables0,addr=0x1,romfile=",
 		"-netdev hubport,id=cable0-1,hubid=0 -device virtio-net-pci,netdev=cable0-1,mac=52:54:01:00:00:02,bus=cables0,addr=0x2,romfile=",
+		"-netdev hubport,id=cable1-0,hubid=1 -device virtio-net-pci,netdev=cable1-0,mac=02:6b:6e:6d:02:0c,bus=cables0,addr=0x3,romfile=",
 		"-netdev hubport,id=cable14-1,hubid=14 -device virtio-net-pci,netdev=cable14-1,mac=52:54:01:00:0e:02,bus=cables0,addr=0x1e,romfile=",
 		"-device pci-bridge,id=cables1,chassis_nr=2",
 		"-netdev hubport,id=cable15-0,hubid=15 -device virtio-net-pci,netdev=cable15-0,mac=52:54:01:00:0f:01,bus=cables1,addr=0x1,romfile=",
@@ -104,11 +109,11 @@ func TestMachineCables(t *testing.T) {
 	}
 	macs := map[string]bool{UplinkMAC: true}
 	for i := 0; i < 300; i++ {
-		node, sw := CableMACs(i)
-		if macs[node] || macs[sw] {
-			t.Fatalf("cable %d: MAC %s or %s used twice", i, node, sw)
+		c := NumberedCable(i)
+		if macs[c.Node] || macs[c.Switch] {
+			t.Fatalf("cable %d: MAC %s or %s used twice", i, c.Node, c.Switch)
 		}
-		macs[node], macs[sw] = true, true
+		macs[c.Node], macs[c.Switch] = true, true
 	}
 }
 

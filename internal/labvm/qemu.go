@@ -37,12 +37,19 @@ type Machine struct {
 	// Forwards are the ports of this machine's loopback forwarded into
 	// the guest.
 	Forwards []Forward
-	// Cables is the number of virtio-net pairs joined by a qemu hub of
-	// their own, behind PCI bridges: a node's NIC at one end, a switch
-	// port at the other. In the guest they are plain ethernet devices
-	// (no link kind), as a virtual machine's NICs are, where veth pairs
-	// would be reported as veth. Find the ends with CableMACs.
-	Cables int
+	// Cables are virtio-net pairs joined by a qemu hub of their own,
+	// behind PCI bridges: a node's NIC at one end, a switch port at the
+	// other. In the guest they are plain ethernet devices (no link kind),
+	// as a virtual machine's NICs are, where veth pairs would be reported
+	// as veth. The guest finds the ends by their MACs.
+	Cables []Cable
+}
+
+// Cable is the MAC addresses of a cable's two ends: its permanent
+// addresses in the guest (a bond copying a port's MAC takes the permanent
+// one, as nmstate does).
+type Cable struct {
+	Node, Switch string
 }
 
 // UplinkMAC is the MAC address of the guest's uplink NIC.
@@ -51,22 +58,21 @@ const UplinkMAC = "52:54:00:12:34:56"
 // cablesPerBridge: a PCI bridge has 32 slots; slot 0 stays free.
 const cablesPerBridge = 15
 
-// CableMACs are the MAC addresses of cable i's two ends, the node's and the
-// switch's.
-func CableMACs(i int) (node, sw string) {
-	return fmt.Sprintf("52:54:01:%02x:%02x:01", i>>8&0xff, i&0xff), fmt.Sprintf("52:54:01:%02x:%02x:02", i>>8&0xff, i&0xff)
+// NumberedCable is cable i with MACs of its own (52:54:01:HH:LL:01 and
+// :02, HHLL being i).
+func NumberedCable(i int) Cable {
+	return Cable{Node: fmt.Sprintf("52:54:01:%02x:%02x:01", i>>8&0xff, i&0xff), Switch: fmt.Sprintf("52:54:01:%02x:%02x:02", i>>8&0xff, i&0xff)}
 }
 
-// cableArgs are qemu's arguments for m.Cables cables.
+// cableArgs are qemu's arguments for m.Cables.
 func (m Machine) cableArgs() []string {
 	var args []string
-	for i := 0; i < m.Cables; i++ {
+	for i, c := range m.Cables {
 		bridge := fmt.Sprintf("cables%d", i/cablesPerBridge)
 		if i%cablesPerBridge == 0 {
 			args = append(args, "-device", fmt.Sprintf("pci-bridge,id=%s,chassis_nr=%d", bridge, i/cablesPerBridge+1))
 		}
-		node, sw := CableMACs(i)
-		for end, mac := range []string{node, sw} {
+		for end, mac := range []string{c.Node, c.Switch} {
 			id := fmt.Sprintf("cable%d-%d", i, end)
 			slot := (i%cablesPerBridge)*2 + end + 1
 			args = append(args,
