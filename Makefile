@@ -90,7 +90,7 @@ test-kernel: setup ## backend tests under qemu on Debian's full kernel (bonding,
 # a bridge and a bond. The rest of the suite (user guide, metrics, rollback
 # classes) runs on this machine's kernel in make test already; under TCG it
 # would take minutes more and test nothing new.
-KERNEL_E2E_TESTS = TestNodes$$|TestLabStatus|TestExamples$$|TestNmstateExamples|TestPrimaryNIC|TestBond|TestVLAN|TestTwoPolicies|TestBridgeVLAN
+KERNEL_E2E_TESTS = TestNodes$$|TestLabStatus|TestExamples$$|TestNmstateExamples|TestPrimaryNIC|TestBond|TestVLAN|TestTwoPolicies|TestBridgeVLAN|TestLLDP
 
 test-kernel-e2e: setup ## the e2e tests that need Debian's full kernel, on a lab whose nodes run it in a qemu guest (lab up --kernel debian)
 	@bash hack/kernel-lane/kernel.sh >/dev/null

@@ -9,6 +9,14 @@ packages=(etcd-server iproute2 dnsmasq openvswitch-switch qemu-system-x86 busybo
 # The lab's kubelets: containerd's runtime, the CNI plugins (in /usr/lib/cni),
 # and what kube-proxy and the kubelet call on the node.
 packages+=(runc containernetworking-plugins nftables iptables conntrack)
+# The kernel lane builds hsr and netdevsim for Debian's kernel
+# (hack/kernel-lane/extmod.sh): Debian's compiler, the one its kernel uses.
+packages+=(gcc make libc6-dev)
+# 802.1X: wpa_supplicant is the kernel backend's supplicant; hostapd (with
+# hostapd_cli) and openssl make the authenticator of its tests.
+packages+=(wpasupplicant hostapd openssl)
+# LLDP: Debian's lldpd is the switch the node runtime hears in tests.
+packages+=(lldpd)
 # The NetworkManager backend's tests and the lab's --backend networkmanager:
 # NetworkManager 1.42 (with nmcli) and a D-Bus daemon for its private system
 # bus. Only ever started by our code, inside namespaces of our own, never as

@@ -28,7 +28,7 @@ func (p *paths) Set(v string) error { *p = append(*p, v); return nil }
 func main() {
 	var (
 		out, kernelDir, modules, moduleDir, moduleList string
-		hostPaths, trees                               paths
+		hostPaths, trees, programs                     paths
 	)
 	flag.StringVar(&out, "out", "", "the initramfs to write (newc cpio)")
 	flag.StringVar(&kernelDir, "kernel-dir", "", "the kernel lane's cache entry (kver, root/lib/modules/KVER)")
@@ -37,20 +37,26 @@ func main() {
 	flag.StringVar(&moduleList, "module-list", "/etc/lane/modules", "where their load list goes in the initramfs")
 	flag.Var(&hostPaths, "host-path", "a file of this machine, added at its own path with the symlinks on the way (repeatable)")
 	flag.Var(&trees, "tree", "a directory whose contents are added at / (repeatable)")
+	flag.Var(&programs, "program", "an ELF program of this machine, added at its own path with its interpreter and shared libraries (repeatable)")
 	flag.Parse()
-	if err := run(out, kernelDir, modules, moduleDir, moduleList, hostPaths, trees); err != nil {
+	if err := run(out, kernelDir, modules, moduleDir, moduleList, hostPaths, trees, programs); err != nil {
 		fmt.Fprintln(os.Stderr, "initramfs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, kernelDir, modules, moduleDir, moduleList string, hostPaths, trees []string) error {
+func run(out, kernelDir, modules, moduleDir, moduleList string, hostPaths, trees, programs []string) error {
 	if out == "" {
 		return fmt.Errorf("-out is required")
 	}
 	a := initramfs.New()
 	for _, p := range hostPaths {
 		if err := a.AddHostPath(p); err != nil {
+			return err
+		}
+	}
+	for _, p := range programs {
+		if err := a.AddProgram(p); err != nil {
 			return err
 		}
 	}

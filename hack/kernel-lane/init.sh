@@ -39,7 +39,7 @@ ip link set lo up
 while read -r bin dir; do
 	[ -n "$bin" ] || continue
 	say BEGIN "$bin"
-	(cd "$dir" && HOME=/tmp TMPDIR=/tmp "./$bin" -test.v -test.timeout "$LANE_TEST_TIMEOUT")
+	(cd "$dir" && HOME=/tmp TMPDIR=/tmp "./$bin" -test.v -test.timeout "$LANE_TEST_TIMEOUT" ${LANE_TEST_RUN:+-test.run "$LANE_TEST_RUN"})
 	say RESULT "$bin" $?
 done </etc/lane/tests
 say DONE "uptime=$(cut -d" " -f1 /proc/uptime)"

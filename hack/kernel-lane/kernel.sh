@@ -113,6 +113,9 @@ if [[ ! -f $kdir/vmlinux && ! -f $kdir/vmlinux.none ]]; then
 		touch "$kdir/vmlinux.none" # not xz: boot the bzImage
 	fi
 fi
+# Modules Debian's config leaves out (hsr, netdevsim), built once per
+# kernel version from Debian's source against its headers.
+bash "$repo/hack/kernel-lane/extmod.sh" "$kdir"
 exec 9>&-
 log "kernel $(cat "$kdir/kver") ready in $kdir"
 echo "$kdir" >&3

@@ -21,6 +21,7 @@
 #   KERNEL_LANE_SMP           guest CPUs (2)
 #   KERNEL_LANE_MEM           guest memory in MiB (1024)
 #   KERNEL_LANE_PACKAGES      space-separated packages instead of the packages file
+#   KERNEL_LANE_RUN           -test.run pattern of each binary (all tests when unset)
 #   KERNEL_LANE_KEEP          keep the work dir (initramfs, serial log) if set
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -62,7 +63,7 @@ trap 'echo "kernel-lane: error: command failed at line $LINENO: $BASH_COMMAND" >
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-for tool in qemu-system-x86_64 go /bin/busybox; do
+for tool in qemu-system-x86_64 go /bin/busybox /usr/sbin/wpa_supplicant; do
 	command -v "$tool" >/dev/null || die "$tool not found; run make setup"
 done
 
@@ -84,6 +85,7 @@ ln -s busybox "$root/usr/bin/sh"
 install -m 0755 "$lane/init.sh" "$root/init"
 {
 	printf 'LANE_TEST_TIMEOUT=%q\n' "$test_timeout"
+	printf 'LANE_TEST_RUN=%q\n' "${KERNEL_LANE_RUN:-}"
 } >"$root/etc/lane/env"
 
 # Test binaries: one per listed package, run in a copy of its directory's
@@ -116,7 +118,8 @@ log "built ${#pkgs[@]} test binaries: ${pkgs[*]} ($(elapsed)s)"
 
 # Modules: each listed one with its dependencies (modules.dep, soft
 # dependencies), in modprobe's load order, uncompressed, listed in
-# /etc/lane/modules.
+# /etc/lane/modules. wpa_supplicant (with its libraries) is the kernel
+# backend's supplicant for 802.1X and MACsec MKA.
 #
 # Open vSwitch (Debian's openvswitch-switch) for the OVS tests on the kernel
 # datapath: its programs, nsenter, their shared libraries and the schema,
@@ -136,7 +139,7 @@ done < <(printf '%s\n' "${host_paths[@]}" | sort -u)
 initrd=$work/initrd.cpio
 go run ./hack/initramfs -out "$initrd" -kernel-dir "$kdir" -modules "$lane/modules" \
 	-module-dir /lib/modules -module-list /etc/lane/modules \
-	"${host_args[@]}" -tree "$root" </dev/null
+	"${host_args[@]}" -program /usr/sbin/wpa_supplicant -tree "$root" </dev/null
 log "initramfs $(du -h "$initrd" | cut -f1) ($(elapsed)s)"
 
 # ---- 3. boot ----------------------------------------------------------------
@@ -183,7 +186,7 @@ boot() {
 		-nodefaults -nographic -no-reboot -monitor none -nic none \
 		-serial "file:$serial" \
 		-kernel "$kernel" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check rdinit=/init" \
 		</dev/null >"$work/qemu.out" 2>&1 &
 	qemu_pid=$!
 	log "guest booting $(basename "$kernel") (qemu pid $qemu_pid, timeout ${timeout_s}s)"

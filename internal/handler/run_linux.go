@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -54,7 +55,17 @@ func run(ctx context.Context, opts Options) error {
 	// client-go and controller-runtime log through the context's logger.
 	ctx = logr.NewContext(ctx, log)
 
-	b, err := kernel.Open(ctx, kernel.Options{NetNS: opts.NetNS, ResolvConf: opts.ResolvConf, UTSNS: opts.UTSNS})
+	kopts := kernel.Options{NetNS: opts.NetNS, ResolvConf: opts.ResolvConf, UTSNS: opts.UTSNS}
+	if opts.UTSNS != "" && opts.RuntimeStateDir != "" {
+		// The node runtime's (nmstatectl service --state-dir), which sets
+		// the hostname from DHCP when this one is empty.
+		kopts.HostnameFile = filepath.Join(opts.RuntimeStateDir, "hostname")
+	}
+	if opts.RuntimeStateDir != "" {
+		// The node runtime receives LLDP on the interfaces marked there.
+		kopts.LLDPDir = filepath.Join(opts.RuntimeStateDir, "lldp")
+	}
+	b, err := kernel.Open(ctx, kopts)
 	if err != nil {
 		return fmt.Errorf("handler %s: %w", opts.Node, err)
 	}

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -23,6 +24,10 @@ type checkpointFollower interface {
 
 // runtimeLeaseTimeout bounds a one-shot lease when no runtime runs.
 const runtimeLeaseTimeout = 30 * time.Second
+
+// lldpPoll is how often the handler's LLDP receiver re-reads which
+// interfaces have lldp enabled.
+const lldpPoll = 2 * time.Second
 
 // runtimeBackend wraps the node's backend so the node runtime of
 // opts.RuntimeStateDir follows policy applies: a running runtime gets the
@@ -46,5 +51,20 @@ func runtimeBackend(b *kernel.Backend, inner apply.Backend, opts Options, log lo
 	follow := noded.DetachedFollow(nopts, runtimeLeaseTimeout, func(msg string) {
 		log.Info("node runtime", "warning", msg)
 	})
-	return &noded.ApplyBackend{Inner: inner, StateDir: opts.RuntimeStateDir, Follow: follow}, func() { ns.Close() }, nil
+	// LLDP reception, also where no node runtime runs (kubelet mode); the
+	// runtime's receiver and this one share the directory's lock.
+	ctx, cancel := context.WithCancel(context.Background())
+	lldpDone := make(chan struct{})
+	go func() {
+		defer close(lldpDone)
+		if lock := b.LLDPLock(); lock != "" {
+			noded.RunLLDP(ctx, ns, nopts.Installer, lock, lldpPoll, slog.New(logr.ToSlogHandler(log)))
+		}
+	}()
+	stop := func() {
+		cancel()
+		<-lldpDone
+		ns.Close()
+	}
+	return &noded.ApplyBackend{Inner: inner, StateDir: opts.RuntimeStateDir, Follow: follow}, stop, nil
 }

@@ -25,9 +25,13 @@ import (
 )
 
 // guestPrograms are the programs of this machine the guest needs besides
-// knmstate: the switch's DHCP/DNS server, and iproute2 for `lab exec`
-// (busybox's ip has no link types, netns or JSON).
-var guestPrograms = []string{"/usr/sbin/dnsmasq", "/usr/bin/ip", "/usr/sbin/bridge"}
+// knmstate: the switch's DHCP/DNS server and LLDP agent, and iproute2 for
+// `lab exec` (busybox's ip has no link types, netns or JSON).
+var guestPrograms = []string{"/usr/sbin/dnsmasq", "/usr/bin/ip", "/usr/sbin/bridge", "/usr/sbin/lldpd", "/usr/sbin/lldpcli"}
+
+// guestUsers: lldpd drops its privileges to _lldpd (Debian's build), in a
+// chroot it makes itself.
+var guestUsers = []labvm.User{{Name: "_lldpd", ID: 104, Home: "/run/lldpd"}}
 
 // guestModules are the kernel features policies may ask for, loaded at
 // boot (the guest has no modprobe). max_bonds=0 and numdummies=0 keep
@@ -47,6 +51,8 @@ var guestModules = []initramfs.ModuleRequest{
 	{Name: "team_mode_activebackup"},
 	{Name: "team_mode_roundrobin"},
 	{Name: "tun"},
+	// Built by hack/kernel-lane/extmod.sh: Debian's config leaves it out.
+	{Name: "hsr"},
 }
 
 // Guest mode's fixed timeouts: the guest boots in seconds, but everything
@@ -220,8 +226,22 @@ func (s *supervisor) bootGuest(ctx context.Context, kernel labvm.Kernel, nodes [
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		return nil, nil, fmt.Errorf("guest token: %w", err)
 	}
+	// Every NIC of every node is a cable: virtio-net devices, reported as
+	// ethernet (as a virtual machine's NICs are upstream), where veths
+	// would be reported as veth. eth0's permanent MAC is the one the
+	// switch's DHCP reservation knows (a bond copying it gets that one).
+	var cables []labvm.Cable
+	for i := range nodes {
+		for j := range nodeNICs {
+			c := labvm.NumberedCable(len(cables))
+			if j == 0 {
+				c.Node = nodes[i].mac().String()
+			}
+			cables = append(cables, c)
+		}
+	}
 	cfg := GuestConfig{Name: o.Name, Nodes: nodes, HandlerArgs: o.HandlerArgs, Token: token,
-		NodeRuntime: o.Nmstatectl != NoNodeRuntime}
+		NodeRuntime: o.Nmstatectl != NoNodeRuntime, Cables: cables}
 	if cfg.NodeRuntime && o.Nmstatectl != o.Binary {
 		return nil, nil, fmt.Errorf("nmstatectl: guest mode runs the node runtime of the knmstate binary (or none), not %s", o.Nmstatectl)
 	}
@@ -234,6 +254,7 @@ func (s *supervisor) bootGuest(ctx context.Context, kernel labvm.Kernel, nodes [
 		Kernel:   kernel,
 		Modules:  guestModules,
 		Programs: guestPrograms,
+		Users:    guestUsers,
 		Files:    map[string]string{guestBinary: o.Binary},
 		Data:     map[string][]byte{guestConfigPath: cfgJSON},
 		Command:  []string{guestBinary, "lab", "guest", "--config", guestConfigPath},
@@ -261,6 +282,7 @@ func (s *supervisor) bootGuest(ctx context.Context, kernel labvm.Kernel, nodes [
 		// memory near the guest's own.
 		TranslationCacheMiB: 256,
 		Forwards:            []labvm.Forward{{HostPort: port, GuestPort: guestAgentPort}},
+		Cables:              cables,
 	}
 	qemu, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {

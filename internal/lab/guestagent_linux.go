@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +89,9 @@ func RunGuest(ctx context.Context, configPath string) error {
 		return fmt.Errorf("lab dir: %w", err)
 	}
 	if err := setupUplink(); err != nil {
+		return err
+	}
+	if a.s.cables, err = findCables(cfg.Cables); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(labvm.GuestAddr, strconv.Itoa(guestAgentPort)))
@@ -206,12 +210,17 @@ func setupUplink() error {
 		return fmt.Errorf("guest uplink: %w", err)
 	}
 	defer nl.Close()
-	l, err := nl.LinkByName("eth0")
+	// By MAC: the kernel names NICs in the order it finds them, and the
+	// cables' NICs are found too.
+	l, err := linkByMAC(nl, labvm.UplinkMAC)
 	if err != nil {
-		return fmt.Errorf("guest uplink eth0: %w", err)
+		return fmt.Errorf("guest uplink: %w", err)
+	}
+	if err := nl.LinkSetName(l, guestUplink); err != nil {
+		return fmt.Errorf("guest uplink: renaming %s: %w", l.Attrs().Name, err)
 	}
 	// The guest's own namespace (this is not the lab's machine).
-	if err := os.WriteFile("/proc/sys/net/ipv6/conf/eth0/disable_ipv6", []byte("1"), 0); err != nil {
+	if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+guestUplink+"/disable_ipv6", []byte("1"), 0); err != nil {
 		return fmt.Errorf("guest uplink: %w", err)
 	}
 	p := netip.PrefixFrom(netip.MustParseAddr(labvm.GuestAddr), 24)
@@ -219,9 +228,54 @@ func setupUplink() error {
 		return fmt.Errorf("guest uplink: adding %s: %w", p, err)
 	}
 	if err := nl.LinkSetUp(l); err != nil {
-		return fmt.Errorf("guest uplink: setting eth0 up: %w", err)
+		return fmt.Errorf("guest uplink: setting %s up: %w", guestUplink, err)
 	}
 	return nil
+}
+
+// guestUplink names the guest's NIC on qemu's user-mode network.
+const guestUplink = "uplink"
+
+// findCables finds the guest's cables by their MACs and names their ends
+// c<i>n and c<i>s, names no node NIC has, for the switch to move.
+func findCables(macs []labvm.Cable) ([]labnet.Cable, error) {
+	if len(macs) == 0 {
+		return nil, nil
+	}
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("guest cables: %w", err)
+	}
+	defer nl.Close()
+	cables := make([]labnet.Cable, len(macs))
+	for i, m := range macs {
+		c := labnet.Cable{Node: fmt.Sprintf("c%dn", i), Switch: fmt.Sprintf("c%ds", i)}
+		for _, end := range []struct{ mac, name string }{{m.Node, c.Node}, {m.Switch, c.Switch}} {
+			l, err := linkByMAC(nl, end.mac)
+			if err != nil {
+				return nil, fmt.Errorf("guest cable %d: %w", i, err)
+			}
+			if err := nl.LinkSetName(l, end.name); err != nil {
+				return nil, fmt.Errorf("guest cable %d: renaming %s to %s: %w", i, l.Attrs().Name, end.name, err)
+			}
+		}
+		cables[i] = c
+	}
+	return cables, nil
+}
+
+// linkByMAC is the link whose MAC address is mac.
+func linkByMAC(nl *netlink.Handle, mac string) (netlink.Link, error) {
+	links, err := nl.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		if strings.EqualFold(l.Attrs().HardwareAddr.String(), mac) {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("no NIC with MAC %s", mac)
 }
 
 func (a *agent) mux() http.Handler {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/knmstate/knmstate/internal/labvm"
 )
 
 // Guest mode: the supervisor on this machine and the agent in the guest
@@ -46,6 +48,9 @@ type GuestConfig struct {
 	// service`) or false (static addresses, Options.Nmstatectl "none").
 	NodeRuntime bool     `json:"nodeRuntime"`
 	HandlerArgs []string `json:"handlerArgs,omitempty"`
+	// Cables are the virtio-net pairs the guest has for the nodes' NICs
+	// (labvm.Machine.Cables), in the order of the nodes and their NICs.
+	Cables []labvm.Cable `json:"cables,omitempty"`
 	// Token authorizes the supervisor's requests.
 	Token string `json:"token"`
 }

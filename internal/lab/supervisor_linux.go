@@ -51,6 +51,8 @@ type supervisor struct {
 	// where is the side processes run on: "host", or "guest" for the
 	// agent of guest mode.
 	where string
+	// cables are the guest's NIC pairs for the nodes' NICs (guest mode).
+	cables []labnet.Cable
 
 	mu    sync.Mutex
 	state State
@@ -425,6 +427,7 @@ func (s *supervisor) newSwitch(ctx context.Context, nodes []NodeState, teardown 
 		vlans = switchVLANs // the switch needs 8021q: the guest's kernel
 	}
 	sw, err := labnet.NewSwitch(ctx, labnet.Options{
+		Cables:         s.cables,
 		VLANs:          vlans,
 		Gateway4:       lanPrefix,
 		Name:           o.Name,
@@ -432,6 +435,9 @@ func (s *supervisor) newSwitch(ctx context.Context, nodes []NodeState, teardown 
 		NodeNamespaces: true,
 		Records:        map[string]netip.Addr{apiHost: lanPrefix.Addr(), registryName + ".lab.example": lanPrefix.Addr()},
 		DnsmasqExtra:   extra,
+		// The switch announces itself over LLDP (lldpd), so lldp.enabled
+		// on a node's NIC lists it as neighbour.
+		LLDP: true,
 		// The NICs are born unconfigured: no SLAAC from the switch's router
 		// advertisements. eth0, the primary NIC, accepts them (addNode).
 		NodeSysctls: map[string]string{
@@ -663,10 +669,13 @@ func (s *supervisor) buildProcesses(ctx context.Context, env *testenv.Env, sw *l
 	return nil
 }
 
+// nodeNICs are every node's NICs; eth0 is the primary one.
+var nodeNICs = []string{"eth0", "eth1", "eth2"}
+
 // addNode creates a node's namespaces and NICs and gives eth0 the address
 // the switch's DHCP server reserves for the node, with the default route.
 func (s *supervisor) addNode(sw *labnet.Switch, n *NodeState, gw4 netip.Prefix, dhcp bool) error {
-	node, err := sw.AddNode(n.Name, "eth0", "eth1", "eth2")
+	node, err := sw.AddNode(n.Name, nodeNICs...)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -67,6 +70,23 @@ func newNS(name string) (_ *NS, err error) {
 	return n, nil
 }
 
+// originHandle is a netlink handle in the calling thread's network
+// namespace, usable from any thread afterwards.
+func originHandle() (*netlink.Handle, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ns, err := netns.Get()
+	if err != nil {
+		return nil, fmt.Errorf("reading the network namespace: %w", err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle: %w", err)
+	}
+	return h, nil
+}
+
 // Do runs f on a locked OS thread switched into the namespace and waits
 // for it (nsrun.Do). Sockets and child processes f creates stay in the
 // namespace; goroutines it starts do not inherit it.
@@ -75,6 +95,55 @@ func (n *NS) Do(f func() error) error {
 		return fmt.Errorf("namespace %s: %w", n.Name, err)
 	}
 	return nil
+}
+
+// startKeptThread starts cmd, a daemon, inside the namespace from an OS
+// thread that stays locked and alive until release is closed. Daemons get
+// Pdeathsig so they die with the forking thread if our process is killed
+// before Close runs; a thread returned to the runtime's pool is ended
+// whenever a goroutine exits locked to it (as namespace creation does),
+// which killed dnsmasq mid-lab (seen after lab reboot: no DHCP lease).
+// Close the returned channel only once the daemon has been reaped.
+func (n *NS) startKeptThread(cmd *exec.Cmd) (release chan struct{}, err error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	cmd.SysProcAttr.Setpgid = true
+	started := make(chan error, 1)
+	release = make(chan struct{})
+	go func() {
+		// Never unlocked: returning ends the thread, which by then has
+		// no child left (or never started one).
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			started <- fmt.Errorf("reading the thread's network namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(n.Handle); err != nil {
+			started <- fmt.Errorf("entering %s: %w", n.Name, err)
+			return
+		}
+		err = cmd.Start()
+		if serr := netns.Set(orig); serr != nil && err == nil {
+			err = fmt.Errorf("leaving %s: %w", n.Name, serr)
+		}
+		started <- err
+		if err != nil {
+			return
+		}
+		<-release
+	}()
+	if err := <-started; err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		return nil, fmt.Errorf("%s in %s: %w", cmd.Path, n.Name, err)
+	}
+	return release, nil
 }
 
 // Sysctl writes value to the namespace's own /proc/sys/<key> (key in

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,6 +55,10 @@ type Options struct {
 	// Dir is where the switch's temporary directory is created; default
 	// os.TempDir().
 	Dir string
+	// LLDP runs Debian's lldpd in the switch namespace, announcing the
+	// switch as LLDPSystemName on every node port (tx interval 5s), its
+	// control socket in the switch's directory.
+	LLDP bool
 	// NodeNamespaces gives every node a mount namespace in which
 	// /etc/resolv.conf is the node's own resolv.conf, and a UTS namespace
 	// whose hostname is the node's name (Node.MountNS, Node.UTSNS).
@@ -71,6 +73,20 @@ type Options struct {
 	// interface on DHCP gets an address of its VLAN and nothing that
 	// would change the node's default route. Needs the kernel's 8021q.
 	VLANs []VLAN
+	// Cables are existing links to use as the nodes' NICs instead of veth
+	// pairs, taken in order by AddNode, one per NIC: ethernet devices of
+	// a virtual machine joined two by two outside it (labvm.Machine's
+	// Cables), so the nodes' NICs are reported as ethernet, not veth.
+	// When they run out, AddNode makes veth pairs again.
+	Cables []Cable
+}
+
+// Cable is a pair of links that carry each other's frames, named in the
+// namespace NewSwitch is called from: Node becomes a node's NIC, Switch
+// the bridge port facing it. Both must be down and their names must not
+// be a node NIC's name (eth0, ...): they are moved before being renamed.
+type Cable struct {
+	Node, Switch string
 }
 
 // VLAN is a tagged network of the switch.
@@ -168,13 +184,20 @@ type Switch struct {
 	cfg     dnsmasqConfig
 	dnsmasq *exec.Cmd
 	exited  chan struct{} // closed when dnsmasq has been reaped
-	// releaseThread ends the OS thread that started dnsmasq (closed by
-	// Close once dnsmasq is gone).
-	releaseThread chan struct{}
+	lldpd   *exec.Cmd
+	lldpEnd chan struct{} // closed when lldpd has been reaped
+	lldpDir string        // lldpd's socket and log
+	// releaseThreads end the OS threads that started dnsmasq and lldpd
+	// (closed by Close once those are gone; see NS.startKeptThread).
+	releaseThreads []chan struct{}
 
-	mu    sync.Mutex
-	nodes []*Node
-	seq   int
+	mu     sync.Mutex
+	nodes  []*Node
+	seq    int
+	cables []Cable // not yet taken
+	// origin is the namespace NewSwitch was called from, where the
+	// cables are.
+	origin *netlink.Handle
 }
 
 // Node is a node namespace whose NICs are veth pairs to the switch bridge.
@@ -209,12 +232,17 @@ func NewSwitch(ctx context.Context, opts Options) (_ *Switch, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("labnet options: %w", err)
 	}
-	s := &Switch{Options: opts}
+	s := &Switch{Options: opts, cables: slices.Clone(opts.Cables)}
 	defer func() {
 		if err != nil {
 			_ = s.Close()
 		}
 	}()
+	if len(s.cables) > 0 {
+		if s.origin, err = originHandle(); err != nil {
+			return nil, fmt.Errorf("cables: %w", err)
+		}
+	}
 	if s.Dir, err = os.MkdirTemp(opts.Dir, Prefix+"switch-"); err != nil {
 		return nil, fmt.Errorf("switch temp dir: %w", err)
 	}
@@ -244,6 +272,11 @@ func NewSwitch(ctx context.Context, opts Options) (_ *Switch, err error) {
 	}
 	if err := s.startDnsmasq(ctx); err != nil {
 		return nil, err
+	}
+	if opts.LLDP {
+		if err := s.startLLDP(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -308,46 +341,11 @@ func (s *Switch) startDnsmasq(ctx context.Context) error {
 	}
 	defer stderr.Close()
 	cmd.Stderr = stderr
-	// Pdeathsig: dnsmasq dies with the forking thread if our process is
-	// killed before Close runs. That thread is kept, locked, until Close:
-	// a thread returned to the runtime's pool is ended whenever a goroutine
-	// exits locked to it (as namespace creation does), which killed
-	// dnsmasq mid-lab (seen after lab reboot: no DHCP lease).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	started := make(chan error, 1)
-	release := make(chan struct{})
-	go func() {
-		// Never unlocked: returning ends the thread, which by then has
-		// no child left (or never started one).
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			started <- fmt.Errorf("reading the thread's network namespace: %w", err)
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(s.NS.Handle); err != nil {
-			started <- fmt.Errorf("entering %s: %w", s.NS.Name, err)
-			return
-		}
-		err = cmd.Start()
-		if serr := netns.Set(orig); serr != nil && err == nil {
-			err = fmt.Errorf("leaving %s: %w", s.NS.Name, serr)
-		}
-		started <- err
-		if err != nil {
-			return
-		}
-		<-release
-	}()
-	if err := <-started; err != nil {
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		return fmt.Errorf("starting dnsmasq in %s: %w", s.NS.Name, err)
+	release, err := s.NS.startKeptThread(cmd)
+	if err != nil {
+		return fmt.Errorf("starting dnsmasq: %w", err)
 	}
-	s.releaseThread = release
+	s.releaseThreads = append(s.releaseThreads, release)
 	s.dnsmasq = cmd
 	s.exited = make(chan struct{})
 	go func() {
@@ -435,15 +433,8 @@ func (s *Switch) AddNode(name string, nics ...string) (_ *Node, err error) {
 	for i, nic := range nics {
 		// Unique in the switch namespace and within IFNAMSIZ.
 		peer := fmt.Sprintf("n%d-%d", seq, i)
-		v := &netlink.Veth{
-			LinkAttrs:     netlink.LinkAttrs{Name: nic},
-			PeerName:      peer,
-			PeerNamespace: netlink.NsFd(int(s.NS.Handle)),
-		}
-		// Born inside the node namespace, peer moved straight into the
-		// switch namespace: the caller's namespace never sees either end.
-		if err := n.NS.Netlink.LinkAdd(v); err != nil {
-			return nil, fmt.Errorf("node %s: creating veth %s <-> %s: %w", name, nic, peer, err)
+		if err := s.cable(n, nic, peer); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
 		pl, err := s.NS.Netlink.LinkByName(peer)
 		if err != nil {
@@ -532,11 +523,79 @@ func (s *Switch) RemoveNode(name string) error {
 	return errors.Join(errs...)
 }
 
+// cable gives node n its NIC nic, with peer as the bridge's port facing
+// it: the next of Options.Cables, or a new veth pair.
+func (s *Switch) cable(n *Node, nic, peer string) error {
+	s.mu.Lock()
+	var c Cable
+	taken := len(s.cables) > 0
+	if taken {
+		c, s.cables = s.cables[0], s.cables[1:]
+	}
+	s.mu.Unlock()
+	if !taken {
+		v := &netlink.Veth{
+			LinkAttrs:     netlink.LinkAttrs{Name: nic},
+			PeerName:      peer,
+			PeerNamespace: netlink.NsFd(int(s.NS.Handle)),
+		}
+		// Born inside the node namespace, peer moved straight into the
+		// switch namespace: the caller's namespace never sees either end.
+		if err := n.NS.Netlink.LinkAdd(v); err != nil {
+			return fmt.Errorf("creating veth %s <-> %s: %w", nic, peer, err)
+		}
+		return nil
+	}
+	if err := s.plug(c.Node, n.NS, nic); err != nil {
+		return fmt.Errorf("cable %s-%s: %w", c.Node, c.Switch, err)
+	}
+	if err := s.plug(c.Switch, s.NS, peer); err != nil {
+		return fmt.Errorf("cable %s-%s: %w", c.Node, c.Switch, err)
+	}
+	return nil
+}
+
+// plug moves link from the origin namespace into ns and names it name.
+func (s *Switch) plug(link string, ns *NS, name string) error {
+	l, err := s.origin.LinkByName(link)
+	if err != nil {
+		return fmt.Errorf("finding %s: %w", link, err)
+	}
+	if err := s.origin.LinkSetNsFd(l, int(ns.Handle)); err != nil {
+		return fmt.Errorf("moving %s into %s: %w", link, ns.Name, err)
+	}
+	if l, err = ns.Netlink.LinkByName(link); err != nil {
+		return fmt.Errorf("%s: finding %s: %w", ns.Name, link, err)
+	}
+	if err := ns.Netlink.LinkSetName(l, name); err != nil {
+		return fmt.Errorf("%s: renaming %s to %s: %w", ns.Name, link, name, err)
+	}
+	return nil
+}
+
 // Close stops dnsmasq (by its PID), removes the node and switch namespaces
 // and the temporary directory. It is safe to call more than once and on a
 // partially built switch.
 func (s *Switch) Close() error {
 	var errs []error
+	if s.origin != nil {
+		s.origin.Close()
+		s.origin = nil
+	}
+	if s.lldpd != nil && s.lldpd.Process != nil {
+		_ = s.lldpd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.lldpEnd:
+		case <-time.After(5 * time.Second):
+			_ = s.lldpd.Process.Kill()
+			<-s.lldpEnd
+		}
+	}
+	if s.lldpDir != "" {
+		if err := os.RemoveAll(s.lldpDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.dnsmasq != nil && s.dnsmasq.Process != nil {
 		select {
 		case <-s.exited:
@@ -550,10 +609,10 @@ func (s *Switch) Close() error {
 			}
 		}
 	}
-	if s.releaseThread != nil {
-		close(s.releaseThread)
-		s.releaseThread = nil
+	for _, release := range s.releaseThreads {
+		close(release)
 	}
+	s.releaseThreads = nil
 	s.mu.Lock()
 	nodes := s.nodes
 	s.nodes = nil

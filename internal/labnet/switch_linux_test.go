@@ -254,3 +254,76 @@ func TestRemoveNodeThenAddAgain(t *testing.T) {
 		t.Errorf("resolv.conf of the new node: %v", err)
 	}
 }
+
+// TestSwitchCables: with Options.Cables the first NICs are the given links,
+// moved and renamed (the node's end becomes the NIC, the other end the
+// bridge port facing it); when the cables run out AddNode makes veths.
+// Veth pairs stand in for a virtual machine's NICs here.
+func TestSwitchCables(t *testing.T) {
+	origin, err := newNS("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = origin.close() })
+	cables := []Cable{{Node: "c0n", Switch: "c0s"}, {Node: "c1n", Switch: "c1s"}}
+	// Moved links keep their MAC (their index may change).
+	mac := map[string]string{}
+	for _, c := range cables {
+		if err := origin.Netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: c.Node}, PeerName: c.Switch}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{c.Node, c.Switch} {
+			l, err := origin.Netlink.LinkByName(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mac[name] = l.Attrs().HardwareAddr.String()
+		}
+	}
+	// The switch takes the cables from the namespace it is made in.
+	var sw *Switch
+	if err := origin.Do(func() error {
+		sw = newTestSwitch(t, Options{Cables: cables})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	node, err := sw.AddNode("node1", "eth0", "eth1", "eth2")
+	if err != nil {
+		t.Fatalf("AddNode: %v", err)
+	}
+	for i, want := range []struct{ nic, peer string }{{"c0n", "c0s"}, {"c1n", "c1s"}, {"", ""}} {
+		l, err := node.NS.Netlink.LinkByName(node.NICs[i])
+		if err != nil {
+			t.Fatalf("node %s: %v", node.NICs[i], err)
+		}
+		p, err := sw.NS.Netlink.LinkByName(node.Peers[i])
+		if err != nil {
+			t.Fatalf("switch %s: %v", node.Peers[i], err)
+		}
+		if want.nic == "" {
+			if peer, err := node.NS.Netlink.LinkByName(node.NICs[i]); err != nil || peer.Type() != "veth" {
+				t.Errorf("node %s: %v, want a new veth", node.NICs[i], err)
+			}
+			continue
+		}
+		if got := l.Attrs().HardwareAddr.String(); got != mac[want.nic] {
+			t.Errorf("node %s has MAC %s, want cable end %s's %s", node.NICs[i], got, want.nic, mac[want.nic])
+		}
+		if got := p.Attrs().HardwareAddr.String(); got != mac[want.peer] {
+			t.Errorf("switch %s has MAC %s, want cable end %s's %s", node.Peers[i], got, want.peer, mac[want.peer])
+		}
+		if l.Attrs().Flags&unix.IFF_UP == 0 || p.Attrs().MasterIndex == 0 {
+			t.Errorf("node %s up %v, switch %s master %d: want up and a bridge port", node.NICs[i], l.Attrs().Flags&unix.IFF_UP != 0, node.Peers[i], p.Attrs().MasterIndex)
+		}
+	}
+	left, err := origin.Netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range left {
+		if l.Attrs().Name != "lo" {
+			t.Errorf("%s left in the cables' namespace", l.Attrs().Name)
+		}
+	}
+}

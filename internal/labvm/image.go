@@ -40,6 +40,16 @@ type Image struct {
 	// Command is what /init runs once the guest is up (argv; the program
 	// must be in the image).
 	Command []string
+	// Users are system users besides root (a daemon's privilege-separation
+	// user), each with a group of the same name and id.
+	Users []User
+}
+
+// User is a system user of the guest.
+type User struct {
+	Name string
+	ID   int
+	Home string
 }
 
 // Write writes the initramfs to path.
@@ -90,12 +100,20 @@ func (im Image) Write(path string) error {
 	if err != nil {
 		return fmt.Errorf("guest image: %w", err)
 	}
+	passwd, group := "root:x:0:0:root:/root:/bin/sh\n", "root:x:0:\n"
+	for _, u := range im.Users {
+		if strings.ContainsAny(u.Name+u.Home, ":\n") || u.ID <= 0 {
+			return fmt.Errorf("guest image: user %q (id %d, home %q) is not a valid system user", u.Name, u.ID, u.Home)
+		}
+		passwd += fmt.Sprintf("%s:x:%d:%d::%s:/bin/false\n", u.Name, u.ID, u.ID, u.Home)
+		group += fmt.Sprintf("%s:x:%d:\n", u.Name, u.ID)
+	}
 	for p, data := range map[string][]byte{
 		"/etc/labvm/modules": list,
 		"/etc/labvm/command": []byte(strings.Join(im.Command, "\n") + "\n"),
 		// dnsmasq runs as root and looks root up.
-		"/etc/passwd": []byte("root:x:0:0:root:/root:/bin/sh\n"),
-		"/etc/group":  []byte("root:x:0:\n"),
+		"/etc/passwd": []byte(passwd),
+		"/etc/group":  []byte(group),
 		// A mount point for the nodes' own resolv.conf files.
 		"/etc/resolv.conf": nil,
 	} {

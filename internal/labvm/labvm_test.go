@@ -74,11 +74,46 @@ func TestMachineArgs(t *testing.T) {
 	got := strings.Join(m.Args(), " ")
 	want := "-accel tcg -cpu max -smp 2 -m 2048 -nodefaults -nographic -no-reboot -monitor none" +
 		" -serial file:/d/console.log -kernel /k/vmlinux -initrd /d/initrd" +
-		" -append console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init" +
+		" -append console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check rdinit=/init" +
 		" -netdev user,id=net0,net=10.0.2.0/24,host=10.0.2.2,ipv6=off,hostfwd=tcp:127.0.0.1:40001-10.0.2.15:7000" +
-		" -device virtio-net-pci,netdev=net0,romfile= -device virtio-rng-pci"
+		" -device virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,romfile= -device virtio-rng-pci"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("qemu arguments (-want +got):\n%s", diff)
+	}
+}
+
+// TestMachineCables: each cable is two NICs on a hub of their own, 15
+// cables per PCI bridge, every MAC distinct.
+func TestMachineCables(t *testing.T) {
+	m := Machine{Kernel: Kernel{Image: "/k/vmlinux"}, Initrd: "/d/initrd", MemoryMiB: 512, CPUs: 1, Console: "/c"}
+	for i := 0; i < 16; i++ {
+		m.Cables = append(m.Cables, NumberedCable(i))
+	}
+	m.Cables[1].Node = "02:6b:6e:6d:02:0c"
+	args := strings.Join(m.Args(), " ")
+	for _, want := range []string{
+		"-device pci-bridge,id=cables0,chassis_nr=1",
+		"-netdev hubport,id=cable0-0,hubid=0 -device virtio-net-pci,netdev=cable0-0,mac=52:54:01:00:00:01,bus=cables0,addr=0x1,romfile=",
+		"-netdev hubport,id=cable0-1,hubid=0 -device virtio-net-pci,netdev=cable0-1,mac=52:54:01:00:00:02,bus=cables0,addr=0x2,romfile=",
+		"-netdev hubport,id=cable1-0,hubid=1 -device virtio-net-pci,netdev=cable1-0,mac=02:6b:6e:6d:02:0c,bus=cables0,addr=0x3,romfile=",
+		"-netdev hubport,id=cable14-1,hubid=14 -device virtio-net-pci,netdev=cable14-1,mac=52:54:01:00:0e:02,bus=cables0,addr=0x1e,romfile=",
+		"-device pci-bridge,id=cables1,chassis_nr=2",
+		"-netdev hubport,id=cable15-0,hubid=15 -device virtio-net-pci,netdev=cable15-0,mac=52:54:01:00:0f:01,bus=cables1,addr=0x1,romfile=",
+	} {
+		if !strings.Contains(args, want) {
+			t.Errorf("qemu arguments lack %q:\n%s", want, args)
+		}
+	}
+	if n := strings.Count(args, "virtio-net-pci"); n != 1+2*16 {
+		t.Errorf("%d virtio-net NICs, want the uplink and 32 cable ends", n)
+	}
+	macs := map[string]bool{UplinkMAC: true}
+	for i := 0; i < 300; i++ {
+		c := NumberedCable(i)
+		if macs[c.Node] || macs[c.Switch] {
+			t.Fatalf("cable %d: MAC %s or %s used twice", i, c.Node, c.Switch)
+		}
+		macs[c.Node], macs[c.Switch] = true, true
 	}
 }
 

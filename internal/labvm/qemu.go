@@ -37,6 +37,50 @@ type Machine struct {
 	// Forwards are the ports of this machine's loopback forwarded into
 	// the guest.
 	Forwards []Forward
+	// Cables are virtio-net pairs joined by a qemu hub of their own,
+	// behind PCI bridges: a node's NIC at one end, a switch port at the
+	// other. In the guest they are plain ethernet devices (no link kind),
+	// as a virtual machine's NICs are, where veth pairs would be reported
+	// as veth. The guest finds the ends by their MACs.
+	Cables []Cable
+}
+
+// Cable is the MAC addresses of a cable's two ends: its permanent
+// addresses in the guest (a bond copying a port's MAC takes the permanent
+// one, as nmstate does).
+type Cable struct {
+	Node, Switch string
+}
+
+// UplinkMAC is the MAC address of the guest's uplink NIC.
+const UplinkMAC = "52:54:00:12:34:56"
+
+// cablesPerBridge: a PCI bridge has 32 slots; slot 0 stays free.
+const cablesPerBridge = 15
+
+// NumberedCable is cable i with MACs of its own (52:54:01:HH:LL:01 and
+// :02, HHLL being i).
+func NumberedCable(i int) Cable {
+	return Cable{Node: fmt.Sprintf("52:54:01:%02x:%02x:01", i>>8&0xff, i&0xff), Switch: fmt.Sprintf("52:54:01:%02x:%02x:02", i>>8&0xff, i&0xff)}
+}
+
+// cableArgs are qemu's arguments for m.Cables.
+func (m Machine) cableArgs() []string {
+	var args []string
+	for i, c := range m.Cables {
+		bridge := fmt.Sprintf("cables%d", i/cablesPerBridge)
+		if i%cablesPerBridge == 0 {
+			args = append(args, "-device", fmt.Sprintf("pci-bridge,id=%s,chassis_nr=%d", bridge, i/cablesPerBridge+1))
+		}
+		for end, mac := range []string{c.Node, c.Switch} {
+			id := fmt.Sprintf("cable%d-%d", i, end)
+			slot := (i%cablesPerBridge)*2 + end + 1
+			args = append(args,
+				"-netdev", fmt.Sprintf("hubport,id=%s,hubid=%d", id, i),
+				"-device", fmt.Sprintf("virtio-net-pci,netdev=%s,mac=%s,bus=%s,addr=%#x,romfile=", id, mac, bridge, slot))
+		}
+	}
+	return args
 }
 
 // Args is qemu-system-x86_64's command line (without the program name).
@@ -53,7 +97,7 @@ func (m Machine) Args() []string {
 	if m.TranslationCacheMiB > 0 {
 		accel += ",tb-size=" + strconv.Itoa(m.TranslationCacheMiB)
 	}
-	return []string{
+	return append([]string{
 		// TCG: KVM is listed on the development VMs but hangs.
 		"-accel", accel, "-cpu", "max",
 		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMiB),
@@ -61,11 +105,14 @@ func (m Machine) Args() []string {
 		"-serial", "file:" + m.Console,
 		"-kernel", m.Kernel.Image, "-initrd", m.Initrd,
 		// panic=-1 and -no-reboot end the VM if /init dies.
-		"-append", "console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init",
+		// no_timer_check: under TCG on a loaded machine the kernel's
+		// early IO-APIC timer check can miss its ticks and panic ("IO-APIC
+		// + timer doesn't work!"); the emulated timer works, so skip it.
+		"-append", "console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check rdinit=/init",
 		"-netdev", strings.Join(netdev, ","),
-		"-device", "virtio-net-pci,netdev=net0,romfile=",
+		"-device", "virtio-net-pci,netdev=net0,mac=" + UplinkMAC + ",romfile=",
 		"-device", "virtio-rng-pci",
-	}
+	}, m.cableArgs()...)
 }
 
 // Modules are the kernel modules the guest's devices need (virtio-net and

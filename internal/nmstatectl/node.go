@@ -3,19 +3,29 @@ package nmstatectl
 import (
 	"context"
 	"fmt"
-	"github.com/knmstate/knmstate/pkg/backend/ovs"
-	"github.com/knmstate/knmstate/pkg/ovsdb"
 	"io"
+	"path/filepath"
 
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
 	"github.com/knmstate/knmstate/pkg/backend/nm"
+	"github.com/knmstate/knmstate/pkg/backend/ovs"
+	"github.com/knmstate/knmstate/pkg/ovsdb"
 )
 
 // nodeAddr says which node a verb acts on: the global flags, or the
 // values recorded in a checkpoint.
 type nodeAddr struct {
 	netns, resolvConf, utsNS string
+	// supplicantDir is the wpa_supplicant directory of 802.1x
+	// interfaces: "supplicant" under the state directory.
+	supplicantDir string
+	// hostnameFile is the static hostname, "hostname" under the state
+	// directory, when the hostname is managed (a UTS namespace).
+	hostnameFile string
+	// lldpDir keeps lldp.enabled and the neighbours the node runtime
+	// heard: "lldp" under the state directory.
+	lldpDir string
 	// backend is auto, kernel or networkmanager; bus NetworkManager's
 	// D-Bus address ("" = the system bus); persist writes profiles to disk.
 	backend, bus string
@@ -26,8 +36,33 @@ type nodeAddr struct {
 }
 
 func (g *globalOptions) node() nodeAddr {
-	return nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, backend: g.backend, bus: g.dbusAddress,
+	n := nodeAddr{netns: g.netns, resolvConf: g.resolvConf, utsNS: g.utsNS, backend: g.backend, bus: g.dbusAddress,
 		ovsdb: g.ovsdb, ovsDatapath: g.ovsDatapath}
+	n.setStateDir(g.stateDir)
+	return n
+}
+
+// setStateDir derives the files the node keeps in its state directory
+// (those not set yet): the same for nmstatectl's verbs and its service,
+// and the handler uses the service's (its --runtime-state-dir).
+func (n *nodeAddr) setStateDir(stateDir string) {
+	if n.supplicantDir == "" {
+		n.supplicantDir = supplicantDir(stateDir)
+	}
+	if n.lldpDir == "" && stateDir != "" {
+		n.lldpDir = filepath.Join(stateDir, "lldp")
+	}
+	if n.hostnameFile == "" && n.utsNS != "" && stateDir != "" {
+		n.hostnameFile = filepath.Join(stateDir, "hostname")
+	}
+}
+
+// supplicantDir is where a state directory keeps its wpa_supplicants.
+func supplicantDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Join(stateDir, "supplicant")
 }
 
 // checkpointNode is the node a checkpoint record names, through the
@@ -105,7 +140,7 @@ func openShow(ctx context.Context, n nodeAddr) (apply.Backend, func(), error) {
 
 // openKernel opens the kernel backend for a node.
 func openKernel(ctx context.Context, n nodeAddr) (*kernel.Backend, error) {
-	b, err := kernel.Open(ctx, kernel.Options{NetNS: n.netns, ResolvConf: n.resolvConf, UTSNS: n.utsNS})
+	b, err := kernel.Open(ctx, kernel.Options{NetNS: n.netns, ResolvConf: n.resolvConf, UTSNS: n.utsNS, SupplicantDir: n.supplicantDir, HostnameFile: n.hostnameFile, LLDPDir: n.lldpDir})
 	if err != nil {
 		return nil, fmt.Errorf("opening the node: %w", err)
 	}
@@ -124,6 +159,7 @@ type runtimeNode interface {
 // or stop DHCP/autoconf like the service does. warn receives the runtime's
 // warnings (e.g. that nothing renews a one-off lease).
 func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) (runtimeNode, func(), error) {
+	n.setStateDir(stateDir)
 	which, err := chooseBackend(ctx, n)
 	if err != nil {
 		return nil, nil, err

@@ -72,15 +72,16 @@ func runRevert(_ context.Context, stdin io.Reader, stdout, stderr io.Writer, o *
 }
 
 // newAutoconfCmd is upstream's experimental `autoconf`, which configures
-// VLANs and bonds from the VLANs LLDP neighbours announce. The kernel
-// engine reads no LLDP yet, so it says that instead of guessing.
+// VLANs and bonds from the VLANs LLDP neighbours announce. knmstate
+// reports LLDP neighbours (lldp.enabled) but does not turn them into
+// VLANs yet, so it says that instead of guessing.
 func newAutoconfCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "autoconf [NIC,...]",
-		Short: "Configure VLANs from LLDP (needs LLDP, which knmstate does not read yet)",
+		Short: "Configure VLANs from LLDP neighbours (not implemented yet)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return fmt.Errorf("autoconf: needs LLDP neighbour information, which knmstate's kernel engine does not collect yet (lldp.enabled is not supported)")
+			return fmt.Errorf("autoconf: not implemented: knmstate reports LLDP neighbours (lldp.enabled, then show) but does not yet configure VLANs or bonds from the VLANs they announce")
 		},
 	}
 	cmd.Flags().BoolP("dry-run", "d", false, "only print the state autoconf would apply")

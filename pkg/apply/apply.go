@@ -36,6 +36,14 @@ type Checkpointer interface {
 	CheckpointDestroy(ctx context.Context, id string) error
 }
 
+// IEEE8021XRemover is a backend that runs a supplicant per interface with
+// an 802.1x section: a rollback removes the sections the apply added,
+// which a revert state cannot say (nmstate has no "no 802.1x";
+// NetworkManager's checkpoint restores whole profiles instead).
+type IEEE8021XRemover interface {
+	RemoveIEEE8021X(ctx context.Context, iface string) error
+}
+
 // Named is a backend that says its name (and, with Address, how to reach
 // it) for the checkpoint record.
 type Named interface{ Name() string }
@@ -418,8 +426,38 @@ func rollback(ctx context.Context, b Backend, rec *Checkpoint, o Options) error 
 		if err := verifyWithRetry(ctx, b, m.Desired, o); err != nil {
 			return fmt.Errorf("verifying the rollback: %w", err)
 		}
+		return removeAdded8021X(ctx, b, rec.Before, now)
+	}
+}
+
+// removeAdded8021X removes the 802.1x sections of interfaces that had none
+// before the apply.
+func removeAdded8021X(ctx context.Context, b Backend, before, now *nmstate.State) error {
+	r, ok := b.(IEEE8021XRemover)
+	if !ok || now == nil {
 		return nil
 	}
+	for i := range now.Interfaces {
+		n := &now.Interfaces[i]
+		if n.IEEE8021X == nil {
+			continue
+		}
+		had := false
+		if before != nil {
+			for j := range before.Interfaces {
+				if bi := &before.Interfaces[j]; bi.Name == n.Name && bi.IEEE8021X != nil {
+					had = true
+				}
+			}
+		}
+		if had {
+			continue
+		}
+		if err := r.RemoveIEEE8021X(ctx, n.Name); err != nil {
+			return fmt.Errorf("rolling back: removing the 802.1x configuration of %s: %w", n.Name, err)
+		}
+	}
+	return nil
 }
 
 // memoryOnly turns absent interfaces into down (nmstate --memory-only):

@@ -66,6 +66,7 @@ func Merge(desired, current *State) (*Merged, error) {
 	if cur == nil {
 		cur = &State{}
 	}
+	desired = keepHiddenSecrets(desired, cur)
 	// A shallow copy: resolution only rewrites top-level interface fields
 	// (name, type, profile-name), never values behind pointers.
 	dv := *desired

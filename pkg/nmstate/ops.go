@@ -206,6 +206,11 @@ type HostnameSet struct {
 	Name string
 }
 
+// HostnameDynamic clears the static hostname (`hostname.config: ""`): the
+// running hostname is then the one DHCP hands out. The running hostname
+// itself is left as it is until a lease names one.
+type HostnameDynamic struct{}
+
 func (LinkDelete) isOp()          {}
 func (LinkCreate) isOp()          {}
 func (LinkModify) isOp()          {}
@@ -223,6 +228,7 @@ func (RuleAdd) isOp()             {}
 func (RuleDelete) isOp()          {}
 func (DNSWrite) isOp()            {}
 func (HostnameSet) isOp()         {}
+func (HostnameDynamic) isOp()     {}
 
 // String: `link delete br0 type linux-bridge`.
 func (o LinkDelete) String() string {
@@ -392,6 +398,9 @@ func (o DNSWrite) String() string {
 // String: `hostname set node1`.
 func (o HostnameSet) String() string { return "hostname set " + o.Name }
 
+// String: `hostname dynamic`.
+func (HostnameDynamic) String() string { return "hostname dynamic" }
+
 // opWriteLinkAttrs appends the link-level attributes of ifc that are set
 // (mtu, address, promisc, alias, ethernet, ethtool) and then its type
 // section flattened to `key value` pairs, leaving out what other
@@ -433,9 +442,18 @@ func opWriteLinkAttrs(b *strings.Builder, ifc *Interface, typ string) {
 	if sec.Ethtool != nil {
 		opWriteTree(b, sec.Ethtool, []string{"ethtool"})
 	}
+	if sec.IEEE8021X != nil {
+		// The plan's text reaches logs and enactments: no secrets in it.
+		hidden := HideSecrets(&State{Interfaces: []Interface{{IEEE8021X: sec.IEEE8021X}}})
+		opWriteTree(b, hidden.Interfaces[0].IEEE8021X, []string{"802.1x"})
+	}
+	if sec.LLDP != nil && sec.LLDP.Enabled != nil {
+		b.WriteString(" lldp ")
+		b.WriteString(opOnOff(*sec.LLDP.Enabled))
+	}
 	if typ != "" {
 		var t strings.Builder
-		sec.Ethernet, sec.Ethtool = nil, nil
+		sec.Ethernet, sec.Ethtool, sec.IEEE8021X, sec.LLDP = nil, nil, nil, nil
 		opWriteTypeSection(&t, &sec)
 		if t.Len() > 0 {
 			b.WriteString(" type ")
@@ -478,7 +496,9 @@ func opWriteTypeSection(b *strings.Builder, sec *Interface) {
 	case sec.HSR != nil:
 		opWriteTree(b, sec.HSR, nil)
 	case sec.MACsec != nil:
-		opWriteTree(b, sec.MACsec, nil)
+		// The plan's text reaches logs and enactments: no CAK in it.
+		hidden := HideSecrets(&State{Interfaces: []Interface{{MACsec: sec.MACsec}}})
+		opWriteTree(b, hidden.Interfaces[0].MACsec, nil)
 	case sec.Patch != nil:
 		opWriteTree(b, sec.Patch, []string{"patch"})
 	case sec.DPDK != nil:
@@ -491,7 +511,7 @@ func opWriteTypeSection(b *strings.Builder, sec *Interface) {
 // LinkSetController) and base interfaces (printed as `link BASE`).
 func opLinkSection(ifc *Interface) Interface {
 	s := Interface{
-		Ethernet: ifc.Ethernet, Ethtool: ifc.Ethtool, Veth: ifc.Veth,
+		Ethernet: ifc.Ethernet, Ethtool: ifc.Ethtool, Veth: ifc.Veth, IEEE8021X: ifc.IEEE8021X, LLDP: ifc.LLDP,
 		Team: ifc.Team, OVSBridge: ifc.OVSBridge, HSR: ifc.HSR,
 		Patch: ifc.Patch, DPDK: ifc.DPDK, VRF: ifc.VRF,
 	}

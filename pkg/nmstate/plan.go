@@ -360,6 +360,39 @@ func planImmutableChanged(t, c *Interface) bool {
 	return false
 }
 
+// planVFs takes the VF lists out of the link sections t and c (copies of
+// the interfaces' sections) and returns the target VFs that differ from
+// the current VF of the same id, or nil.
+func planVFs(t, c *Interface) []VFConf {
+	take := func(i *Interface) []VFConf {
+		if i.Ethernet == nil || i.Ethernet.SRIOV == nil {
+			return nil
+		}
+		e, sr := *i.Ethernet, *i.Ethernet.SRIOV
+		vfs := sr.VFs
+		sr.VFs = nil
+		e.SRIOV = &sr
+		i.Ethernet = &e
+		return vfs
+	}
+	tv, cv := take(t), take(c)
+	var out []VFConf
+	for _, vf := range tv {
+		cur := VFConf{ID: vf.ID}
+		for _, x := range cv {
+			if x.ID == vf.ID {
+				cur = x
+			}
+		}
+		want := vf
+		want.IfaceName, cur.IfaceName = nil, nil
+		if _, ch := planDiff(reflect.ValueOf(want), reflect.ValueOf(cur)); ch {
+			out = append(out, want)
+		}
+	}
+	return out
+}
+
 // planSetDiffers: the target gives a value and it is not the current one.
 func planSetDiffers[T comparable](t, c *T) bool { return t != nil && (c == nil || *t != *c) }
 
@@ -736,12 +769,33 @@ func planLinkDiff(t, c *Interface) (Interface, bool) {
 			s.LinkAggregation.PortsConfig = nil
 		}
 		s.VXLAN, s.IPVlan, s.VRF, s.Veth = nil, nil, nil, nil
+		if s.LLDP != nil {
+			// Neighbours are reported, not configured.
+			s.LLDP = &LLDP{Enabled: s.LLDP.Enabled}
+		}
 		s.InfiniBand, s.MACsec, s.HSR = nil, nil, nil
 	}
+	// VFs are matched by id: only target VFs that differ from the
+	// current VF of the same id are set.
+	vfs := planVFs(&ts, &cs)
 	dv, ch := planDiff(reflect.ValueOf(ts), reflect.ValueOf(cs))
+	if vfs != nil {
+		if !ch {
+			dv, ch = reflect.ValueOf(Interface{}), true
+		}
+		sec := dv.Interface().(Interface)
+		if sec.Ethernet == nil {
+			sec.Ethernet = &Ethernet{}
+		}
+		if sec.Ethernet.SRIOV == nil {
+			sec.Ethernet.SRIOV = &SRIOV{}
+		}
+		sec.Ethernet.SRIOV.VFs = vfs
+		dv = reflect.ValueOf(sec)
+	}
 	if ch {
 		sec := dv.Interface().(Interface)
-		d.Ethernet, d.Ethtool = sec.Ethernet, sec.Ethtool
+		d.Ethernet, d.Ethtool, d.IEEE8021X, d.LLDP = sec.Ethernet, sec.Ethtool, sec.IEEE8021X, sec.LLDP
 		d.LinkAggregation, d.LinuxBridge, d.VLAN, d.MacVlan, d.MacVtap = sec.LinkAggregation, sec.LinuxBridge, sec.VLAN, sec.MacVlan, sec.MacVtap
 		d.Team, d.OVSBridge, d.Patch, d.DPDK = sec.Team, sec.OVSBridge, sec.Patch, sec.DPDK
 		changed = true
@@ -1272,12 +1326,26 @@ func (p *planner) hostnameDNS() {
 		case h.Config != nil:
 			want = *h.Config
 		}
-		cur := ""
-		if ch := p.m.Current.Hostname; ch != nil && ch.Running != nil {
-			cur = *ch.Running
+		cur, curConfig := "", ""
+		if ch := p.m.Current.Hostname; ch != nil {
+			if ch.Running != nil {
+				cur = *ch.Running
+			}
+			if ch.Config != nil {
+				curConfig = *ch.Config
+			}
 		}
-		if want != "" && want != cur {
+		// A named config also when only the static hostname differs
+		// (running already is that name, e.g. from DHCP).
+		if want != "" && (want != cur || h.Config != nil && *h.Config != "" && *h.Config != curConfig) {
 			p.add(HostnameSet{Name: want})
+		}
+		// config "": no static hostname. Only the empty config needs an
+		// operation of its own; a named one is HostnameSet's.
+		if h.Config != nil && *h.Config == "" {
+			if ch := p.m.Current.Hostname; ch == nil || ch.Config == nil || *ch.Config != "" {
+				p.add(HostnameDynamic{})
+			}
 		}
 	}
 	if d := p.m.DNS; d != nil {

@@ -33,3 +33,55 @@ func HideSecrets(s *State) *State {
 	}
 	return out
 }
+
+// keepHiddenSecrets returns desired, or a copy of it in which each secret
+// given as HiddenSecret (a state copied from a shown one) is the current
+// interface's value, as upstream keeps the current password then. A
+// hidden secret without a current one stays as given.
+func keepHiddenSecrets(desired, current *State) *State {
+	if desired == nil || current == nil || !hasHiddenSecret(desired) {
+		return desired
+	}
+	out := desired.Clone()
+	keep := func(d **string, c *string) {
+		if *d != nil && **d == HiddenSecret && c != nil {
+			v := *c
+			*d = &v
+		}
+	}
+	for i := range out.Interfaces {
+		ifc := &out.Interfaces[i]
+		cur := current.FindTyped(ifc.Name, ifc.Type)
+		if cur == nil {
+			continue
+		}
+		if x, c := ifc.IEEE8021X, cur.IEEE8021X; x != nil && c != nil {
+			keep(&x.Password, c.Password)
+			keep(&x.PrivateKeyPassword, c.PrivateKeyPassword)
+		}
+		if m, c := ifc.MACsec, cur.MACsec; m != nil && c != nil {
+			keep(&m.MKACAK, c.MKACAK)
+		}
+		if l, c := ifc.Libreswan, cur.Libreswan; l != nil && c != nil {
+			keep(&l.PSK, c.PSK)
+		}
+	}
+	return out
+}
+
+func hasHiddenSecret(s *State) bool {
+	hidden := func(p *string) bool { return p != nil && *p == HiddenSecret }
+	for i := range s.Interfaces {
+		ifc := &s.Interfaces[i]
+		if x := ifc.IEEE8021X; x != nil && (hidden(x.Password) || hidden(x.PrivateKeyPassword)) {
+			return true
+		}
+		if m := ifc.MACsec; m != nil && hidden(m.MKACAK) {
+			return true
+		}
+		if l := ifc.Libreswan; l != nil && hidden(l.PSK) {
+			return true
+		}
+	}
+	return false
+}

@@ -79,6 +79,7 @@ func verify(desired, current *State, fast bool) error {
 	if current == nil {
 		current = &State{}
 	}
+	desired = keepHiddenSecrets(desired, current)
 	// Routes naming their VRF are checked in the VRF's table, which the
 	// current state shows (Merge resolves the same way before apply).
 	if routes, _ := routesResolved(desired, current); routes != nil {
@@ -471,6 +472,7 @@ func sanitizeIface(want, got map[string]any, d, c *Interface) {
 				delete(m, "iface-name")
 			}
 		}
+		sanitizeVFs(vfs, got)
 	}
 	if sameKind(d.Type, c.Type) && d.Type != "" {
 		got["type"] = string(d.Type)
@@ -511,8 +513,32 @@ func sanitizeIface(want, got map[string]any, d, c *Interface) {
 	}
 }
 
+// sanitizeVFs matches VFs by id, as nmstate does: each desired VF is
+// compared with the current VF of the same id, and VFs desired does not
+// list may be anything. Both lists end up in desired's order.
+func sanitizeVFs(want []any, got map[string]any) {
+	sr, _ := lookup(got, "ethernet", "sr-iov").(map[string]any)
+	if sr == nil {
+		return
+	}
+	have, _ := sr["vfs"].([]any)
+	byID := map[string]any{}
+	for _, vf := range have {
+		if m, ok := vf.(map[string]any); ok {
+			byID[jsonText(m["id"])] = m
+		}
+	}
+	out := make([]any, len(want))
+	for i, vf := range want {
+		m, _ := vf.(map[string]any)
+		out[i] = byID[jsonText(m["id"])]
+	}
+	sr["vfs"] = out
+}
+
 // sanitizeIP drops what verification ignores from the address lists of one
-// family: lifetimes, dynamic (DHCP/SLAAC) and IPv6 link-local addresses, and
+// family: lifetimes, dynamic (DHCP/SLAAC) and IPv6 link-local addresses (on
+// both sides: merge drops desired dynamic addresses, as nmstate does), and
 // extra current addresses unless allow-extra-address is false. Both lists
 // are then sorted (the kernel lists IPv6 addresses newest first).
 func sanitizeIP(want, got map[string]any, fam string, d *IPConfig) {
@@ -526,7 +552,7 @@ func sanitizeIP(want, got map[string]any, fam string, d *IPConfig) {
 	if !wok {
 		return
 	}
-	wa = keepAddrs(wa, func(m map[string]any) bool { return !isLinkLocal(m) })
+	wa = keepAddrs(wa, func(m map[string]any) bool { return !isLinkLocal(m) && !isDynamicAddr(m) })
 	ga = keepAddrs(ga, func(m map[string]any) bool { return !isLinkLocal(m) && !isDynamicAddr(m) })
 	if d.AllowExtraAddress == nil || *d.AllowExtraAddress {
 		wanted := map[string]bool{}

@@ -32,4 +32,21 @@ type Installer interface {
 	SetSysctl(ctx context.Context, s Sysctl) error
 	// FlushAutoconf removes the addresses SLAAC made on an interface.
 	FlushAutoconf(ctx context.Context, iface string) error
+	// SetDHCPHostname makes name, from a lease, the running hostname if
+	// the node's static hostname is empty, and reports whether it did.
+	SetDHCPHostname(ctx context.Context, name string) (bool, error)
+	// LLDPEnabled lists the interfaces whose LLDP neighbours to keep
+	// (lldp.enabled: true); WriteLLDPNeighbors stores an interface's.
+	LLDPEnabled(ctx context.Context) ([]string, error)
+	WriteLLDPNeighbors(ctx context.Context, iface string, ns map[string]LLDPNeighbor) error
+	// LLDPLock is the file whose lock makes one LLDP receiver of several
+	// (node runtime, handler) listen; "" = no LLDP.
+	LLDPLock() string
+}
+
+// LLDPNeighbor is one neighbour heard on an interface: nmstate's TLV
+// objects and when its TTL runs out.
+type LLDPNeighbor struct {
+	TLVs    []any
+	Expires time.Time
 }

@@ -57,3 +57,21 @@ func (k KernelInstaller) SetSysctl(_ context.Context, s Sysctl) error {
 func (k KernelInstaller) FlushAutoconf(_ context.Context, iface string) error {
 	return k.B.DeleteAutoconfAddresses(iface)
 }
+
+func (k KernelInstaller) LLDPLock() string { return k.B.LLDPLock() }
+
+func (k KernelInstaller) LLDPEnabled(context.Context) ([]string, error) {
+	return k.B.LLDPEnabled()
+}
+
+func (k KernelInstaller) WriteLLDPNeighbors(_ context.Context, iface string, ns map[string]LLDPNeighbor) error {
+	out := make(map[string]kernel.LLDPNeighbor, len(ns))
+	for key, n := range ns {
+		out[key] = kernel.LLDPNeighbor{TLVs: n.TLVs, Expires: n.Expires}
+	}
+	return k.B.WriteLLDPNeighbors(iface, out)
+}
+
+func (k KernelInstaller) SetDHCPHostname(_ context.Context, name string) (bool, error) {
+	return k.B.SetDHCPHostname(name)
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,10 +23,15 @@ import (
 	"github.com/knmstate/knmstate/internal/labnet/labnettest"
 )
 
-// openBackend opens the kernel backend of the node (closed at cleanup).
+// openBackend opens the kernel backend of the node (closed at cleanup);
+// a node with a UTS namespace gets a static hostname file too.
 func openBackend(tb testing.TB, node *labnet.Node) *kernel.Backend {
 	tb.Helper()
-	b, err := kernel.Open(context.Background(), kernel.Options{NetNS: node.NS.Path, ResolvConf: node.ResolvConf})
+	opts := kernel.Options{NetNS: node.NS.Path, ResolvConf: node.ResolvConf, UTSNS: node.UTSNS}
+	if node.UTSNS != "" {
+		opts.HostnameFile = filepath.Join(tb.TempDir(), "hostname")
+	}
+	b, err := kernel.Open(context.Background(), opts)
 	if err != nil {
 		tb.Fatalf("opening node backend: %v", err)
 	}

@@ -29,6 +29,9 @@ type InstalledLease struct {
 	// family has auto-dns).
 	DNS    []netip.Addr `json:"dns,omitempty"`
 	Search []string     `json:"search,omitempty"`
+	// Hostname is the host name the lease gave; the node takes it when
+	// its static hostname is empty (hostname.config "").
+	Hostname string `json:"hostname,omitempty"`
 	// OneShot marks a lease acquired by `nmstatectl apply` without a
 	// runtime: nobody renews it until a runtime takes it over.
 	OneShot bool `json:"oneShot,omitempty"`

@@ -248,7 +248,7 @@ func (r *Runtime) reconcileLocked(ctx context.Context, next map[string]Spec, all
 	}
 	// Always: an apply may have rewritten resolv.conf with its static
 	// configuration, dropping the dynamic entries.
-	errs = append(errs, r.syncDNSLocked(ctx), r.saveLocked())
+	errs = append(errs, r.syncDNSLocked(ctx), r.syncHostnameLocked(ctx), r.saveLocked())
 	return errors.Join(errs...)
 }
 
@@ -383,7 +383,7 @@ func (r *Runtime) installLocked(ctx context.Context, l dhcp.Lease, oneShot bool)
 	}
 	il := InstalledLease{
 		Interface: l.Interface, Family: int(l.Family), Address: l.Address,
-		Expires: l.ExpiresAt(), Routes: installed, DNS: l.DNS, Search: search, OneShot: oneShot,
+		Expires: l.ExpiresAt(), Routes: installed, DNS: l.DNS, Search: search, Hostname: l.Hostname, OneShot: oneShot,
 	}
 	if i >= 0 {
 		r.rec.Leases[i] = il
@@ -391,6 +391,24 @@ func (r *Runtime) installLocked(ctx context.Context, l dhcp.Lease, oneShot bool)
 		r.rec.Leases = append(r.rec.Leases, il)
 	}
 	return errors.Join(errs...)
+}
+
+// syncHostnameLocked gives the node the host name of its first lease
+// that names one, when its static hostname is empty; the installer
+// decides, so an apply of hostname.config "" takes effect on the next
+// sync without a new lease.
+func (r *Runtime) syncHostnameLocked(ctx context.Context) error {
+	for _, l := range r.rec.Leases {
+		if l.Hostname == "" {
+			continue
+		}
+		set, err := r.opts.Installer.SetDHCPHostname(ctx, l.Hostname)
+		if set {
+			r.log.Info("hostname from DHCP", "hostname", l.Hostname, "interface", l.Interface)
+		}
+		return err
+	}
+	return nil
 }
 
 // syncDNSLocked rewrites the resolv.conf when the dynamic servers or
@@ -469,7 +487,7 @@ func (r *Runtime) handle(ctx context.Context, q queued) {
 			err = r.uninstallLocked(ctx, q.key)
 		}
 	}
-	err = errors.Join(err, r.syncDNSLocked(ctx), r.saveLocked())
+	err = errors.Join(err, r.syncDNSLocked(ctx), r.syncHostnameLocked(ctx), r.saveLocked())
 	if err != nil {
 		r.log.Error("installing lease", "interface", l.Interface, "family", int(l.Family), "error", err)
 	}
@@ -501,6 +519,15 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.readyOnce.Do(func() { close(r.ready) })
 	poll := time.NewTicker(r.opts.PollInterval)
 	defer poll.Stop()
+	lldpCtx, stopLLDP := context.WithCancel(ctx)
+	lldpDone := make(chan struct{})
+	go func() {
+		defer close(lldpDone)
+		if lock := r.opts.Installer.LLDPLock(); lock != "" {
+			RunLLDP(lldpCtx, r.opts.Namespace, r.opts.Installer, lock, r.opts.PollInterval, r.log)
+		}
+	}()
+	defer func() { stopLLDP(); <-lldpDone }()
 	submitted, err := watchRecord(ctx, r.opts.StateDir)
 	if err != nil {
 		r.log.Error("watching for submitted specs; polling only", "error", err)
@@ -582,7 +609,7 @@ func (r *Runtime) linkChanged(ctx context.Context, u netlink.LinkUpdate) {
 		}
 		r.waiting[name] = true
 		r.log.Info("interface down or removed: dhcp stopped", "interface", name)
-		errs = append(errs, r.syncDNSLocked(ctx), r.saveLocked())
+		errs = append(errs, r.syncDNSLocked(ctx), r.syncHostnameLocked(ctx), r.saveLocked())
 	case up && r.waiting[name]:
 		delete(r.waiting, name)
 		r.log.Info("interface up: dhcp started", "interface", name)

@@ -30,6 +30,7 @@ var kernelKinds = map[nmstate.InterfaceType]string{
 	nmstate.TypeMacVtap:     "macvtap",
 	nmstate.TypeIPVlan:      "ipvlan",
 	nmstate.TypeVRF:         "vrf",
+	nmstate.TypeHSR:         "hsr",
 }
 
 // checkKernel looks at the namespace through netlink (and the node's
@@ -86,7 +87,7 @@ func (n *node) checkKernel(desired *nmstate.State) error {
 			bad("%s: not in the kernel", ifc.Name)
 			continue
 		}
-		if want, ok := kernelKinds[ifc.Type]; ok && l.Type() != want {
+		if want, ok := kernelKinds[ifc.Type]; ok && l.Type() != want && !(n.devices[ifc.Name] && l.Type() == "device") {
 			bad("%s: kernel kind %s, want %s", ifc.Name, l.Type(), want)
 		}
 		up := l.Attrs().Flags&net.FlagUp != 0

@@ -47,7 +47,7 @@ func TestHostExamplesNetworkManager(t *testing.T) {
 	ran := 0
 	for _, s := range Scenarios {
 		// The NetworkManager backend does not make OVS.
-		if s.Lane != HostLane || s.OVS {
+		if s.Lane != HostLane || s.OVS || s.NoNM != "" {
 			continue
 		}
 		ran++
@@ -60,7 +60,7 @@ func TestHostExamplesNetworkManager(t *testing.T) {
 
 func TestGCKeyfilesLoadAndVerify(t *testing.T) {
 	for _, s := range Scenarios {
-		if s.Lane != HostLane || s.OVS || s.Name == "static-hostname" {
+		if s.Lane != HostLane || s.OVS || s.NoNM != "" || s.Name == "static-hostname" {
 			continue
 		}
 		file := s.Steps[0]

@@ -34,6 +34,8 @@ type node struct {
 	stateDir string
 	resolv   string
 	uts      string
+	// devices are the NICs that are not veths (kernel kind "device").
+	devices map[string]bool
 	// checkMore, when set, is a further independent look at the node
 	// after each step (the OVS scenarios' ovs-vsctl check).
 	checkMore func(*nmstate.State) error
@@ -48,8 +50,25 @@ type node struct {
 
 func newNode(t *testing.T) *node {
 	t.Helper()
+	return newNodeWith(t, "")
+}
+
+// newNodeWith is newNode whose eth1 is a NIC of the given kind instead of
+// a veth: "netdevsim" is a simulated NIC with SR-IOV virtual functions
+// (the qemu lane's netdevsim module, see netdevsim_linux_test.go).
+func newNodeWith(t *testing.T, nic string) *node {
+	t.Helper()
 	ns, peer := nstest.New(t), nstest.New(t)
-	nstest.Veth(t, ns, "eth1", peer, "sw-eth1")
+	devices := map[string]bool{}
+	switch nic {
+	case "":
+		nstest.Veth(t, ns, "eth1", peer, "sw-eth1")
+	case NICNetdevsim:
+		netdevsimNIC(t, ns, "eth1")
+		devices["eth1"] = true
+	default:
+		t.Fatalf("unknown NIC kind %q", nic)
+	}
 	nstest.Veth(t, ns, "eth2", peer, "sw-eth2")
 	dir := t.TempDir()
 	resolv := filepath.Join(dir, "resolv.conf")
@@ -57,12 +76,17 @@ func newNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	uts := newUTSNS(t)
-	b, err := kernel.Open(context.Background(), kernel.Options{NetNS: ns.Path, ResolvConf: resolv, UTSNS: uts})
+	b, err := kernel.Open(context.Background(), kernel.Options{NetNS: ns.Path, ResolvConf: resolv, UTSNS: uts, SupplicantDir: filepath.Join(dir, "supplicant"), HostnameFile: filepath.Join(dir, "hostname")})
 	if err != nil {
 		t.Fatalf("opening the kernel backend: %v", err)
 	}
-	t.Cleanup(func() { b.Close() })
-	return &node{ns: ns, peer: peer, kernel: b, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts}
+	t.Cleanup(func() {
+		if err := b.StopSupplicants(); err != nil {
+			t.Errorf("stopping the node's wpa_supplicants: %v", err)
+		}
+		b.Close()
+	})
+	return &node{ns: ns, peer: peer, kernel: b, backend: b, stateDir: filepath.Join(dir, "state"), resolv: resolv, uts: uts, devices: devices}
 }
 
 // newUTSNS creates a private UTS namespace and returns a path that opens
@@ -199,7 +223,8 @@ func runScenario(t *testing.T, s Scenario) {
 	runScenarioOn(t, s, newNode)
 }
 
-// runScenarioOn is runScenario on a node made by newNode.
+// runScenarioOn is runScenario on a node made by newNode (by newNodeWith
+// when the scenario names a NIC).
 func runScenarioOn(t *testing.T, s Scenario, newNode func(*testing.T) *node) {
 	var states []*nmstate.State
 	for _, f := range s.Steps {
@@ -208,6 +233,10 @@ func runScenarioOn(t *testing.T, s Scenario, newNode func(*testing.T) *node) {
 			t.Fatalf("decoding %s: %v", f, err)
 		}
 		states = append(states, desired)
+	}
+	if s.NIC != "" {
+		// Only the kernel backend's node has NICs other than veths.
+		newNode = func(t *testing.T) *node { return newNodeWith(t, s.NIC) }
 	}
 	expect(t, s.Known, runSteps(context.Background(), t, newNode(t), s.Steps, states))
 }

@@ -307,11 +307,26 @@ interfaces:
 				dhcpAddressWithin(t, n, "ovs0", 90*time.Second)
 			}
 		}, cleanup: cleanupOVS},
-	// The capture selects NICs of type ethernet; the lab's NICs are veths
-	// (their peers sit on the switch), so there is nothing to enable LLDP
-	// on and the render fails naming the capture.
+	// The capture selects NICs of type ethernet. The default lab's NICs
+	// are veths (their peers sit on the switch), reported as type veth as
+	// upstream nmstate reports veths, so there is nothing to enable LLDP
+	// on and the render fails naming the capture (TestLLDPNeighbors
+	// enables LLDP on a veth by name). The guest's NICs are virtio-net
+	// devices, ethernet as a virtual machine's NICs are upstream: every
+	// NIC gets LLDP and lists the switch's lldpd as its neighbour.
 	{file: "lldp.yaml", policy: "enable-lldp-ethernets-up", outcome: degraded, nodes: allNodes,
-		feature: `capture "ethernets"`},
+		feature: `capture "ethernets"`, full: &expectation{check: func(t *testing.T) {
+			for _, n := range allNodes {
+				for _, nic := range []string{"eth0", "eth1", "eth2"} {
+					waitLLDPNeighbor(t, n, nic)
+				}
+			}
+		}, cleanup: `
+interfaces:
+- {name: eth0, type: ethernet, state: up, lldp: {enabled: false}}
+- {name: eth1, type: ethernet, state: up, lldp: {enabled: false}}
+- {name: eth2, type: ethernet, state: up, lldp: {enabled: false}}
+`}},
 
 	{file: "break-gateway.yaml", policy: "break-gateway", outcome: rolledBack, nodes: []string{"node02"}},
 	// The operator's CR; the lab runs no operator, so it is only stored.

@@ -50,7 +50,8 @@ func TestNmstateExamples(t *testing.T) {
 	ran := 0
 	for _, s := range conformance.Scenarios {
 		// The OVS scenarios need the node's own OVS (the default mode's).
-		if s.Known != "" || s.NotThroughHandler != "" || s.Lane == conformance.QemuLane && !c.fullKernel || s.OVS && c.ovsdb(examplesNode) == "" {
+		if s.Known != "" || s.HandlerSkip() != "" || s.Lane == conformance.QemuLane && !c.fullKernel ||
+			s.OVS && c.ovsdb(examplesNode) == "" || s.NoNM != "" && *backend == "networkmanager" {
 			continue
 		}
 		ran++

@@ -28,6 +28,18 @@ type Options struct {
 	// hostname is reported and set; "" = hostname neither reported nor
 	// settable.
 	UTSNS string
+	// SupplicantDir holds the wpa_supplicant configurations, pid files
+	// and control sockets of interfaces with an 802.1x section (see
+	// supplicant_linux.go); "" = 802.1x is neither reported nor settable.
+	SupplicantDir string
+	// HostnameFile is the static hostname (as /etc/hostname), with UTSNS;
+	// "" = the running hostname is the configured one and `config: ""`
+	// is not supported (see hostname_linux.go).
+	HostnameFile string
+	// LLDPDir keeps which interfaces receive LLDP and the neighbours the
+	// node runtime heard (see lldp_linux.go); "" = lldp is neither
+	// reported nor settable.
+	LLDPDir string
 }
 
 // Backend is an open view of one network namespace. Its methods may be
@@ -49,6 +61,8 @@ type Backend struct {
 	// reads them while the link dump runs on raw (and the addresses on
 	// h's socket).
 	tables *nl.SocketHandle
+	// eth is the ethtool generic netlink socket, dialled on first use.
+	eth ethtoolConn
 }
 
 // Open opens the namespaces named by opts. The caller must Close the
@@ -133,6 +147,7 @@ func (b *Backend) Close() error {
 		b.tables.Close()
 		b.tables = nil
 	}
+	b.eth.close()
 	if b.ns.IsOpen() {
 		b.ns.Close()
 		b.ns = netns.None()

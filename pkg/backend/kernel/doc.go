@@ -45,7 +45,27 @@
 // as config; weighted IPv4 next hops are merged into one multipath route.
 // A bond's ports-config (queue-id, priority: IFLA_BOND_SLAVE_QUEUE_ID and
 // _PRIO, the latter since Linux 6.0) is set on each port once it is
-// attached, and read back from the ports.
+// attached, and read back from the ports. HSR/PRP links are created with a
+// raw request (the library has no hsr type); their multicast spec reads
+// back as the supervision address's last byte, as nmstate reports it.
+// SR-IOV: the VF count is the parent device's sriov_numvfs, found under
+// /sys/bus/<IFLA_PARENT_DEV_BUS_NAME>/devices/<IFLA_PARENT_DEV_NAME> (bus
+// devices are not namespaced, /sys/class/net is); VF settings go over
+// netlink, and the link dump asks for the VF lists (RTEXT_FILTER_VF).
+// ethtool (features, rings, coalescing, pause) goes over the ethtool
+// generic netlink family on a socket opened in the namespace
+// (ethtool_linux.go); Show reports it for ethernet NICs and veths, with
+// the changeable features only, as upstream does. 802.1x runs Debian's
+// wpa_supplicant (wired driver) per interface in the namespace, with its
+// configuration, pid file and control sockets under
+// Options.SupplicantDir; the applied section kept there is what Show
+// reports (supplicant_linux.go). MACsec links are created with a raw
+// request; MKA runs the same way, wpa_supplicant with driver macsec_linux
+// on the base interface (macsec_linux.go). Options.HostnameFile is the
+// static hostname: `config: ""` empties it and the node runtime takes the
+// DHCP host name (hostname_linux.go, SetDHCPHostname). Options.LLDPDir
+// holds lldp.enabled markers and the neighbours the node runtime stores
+// (lldp_linux.go).
 //
 // Execute resolves interface names from one link dump per call (a cache
 // that follows its own creates and deletes and trusts only a link's

@@ -53,6 +53,8 @@ var featureModules = map[nmstate.InterfaceType][2]string{
 	nmstate.TypeOVSInterface: {"openvswitch", "openvswitch"},
 	nmstate.TypeVeth:         {"veth", "veth"},
 	nmstate.TypeLinuxBridge:  {"bridge", "bridge"},
+	nmstate.TypeHSR:          {"hsr", "hsr"},
+	nmstate.TypeMACsec:       {"macsec", "macsec"},
 }
 
 // isMissingFeature recognises the kernel's answers to a link kind (or an

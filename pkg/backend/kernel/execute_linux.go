@@ -66,7 +66,10 @@ func (ex *executor) run(op nmstate.Op) error {
 	b := ex.b
 	switch o := op.(type) {
 	case nmstate.LinkDelete:
-		return ex.linkDelete(o.Name)
+		if err := ex.linkDelete(o.Name); err != nil {
+			return err
+		}
+		return ex.b.removeSupplicant(o.Name)
 	case nmstate.LinkCreate:
 		return ex.linkCreate(o.Iface)
 	case nmstate.LinkModify:
@@ -105,6 +108,8 @@ func (ex *executor) run(op nmstate.Op) error {
 			return notSupported("no UTS namespace configured for this backend")
 		}
 		return classify(b.setHostname(o.Name))
+	case nmstate.HostnameDynamic:
+		return classify(b.setHostnameDynamic())
 	}
 	return &kernelError{kind: nmstate.Bug, msg: fmt.Sprintf("unknown operation %T", op)}
 }

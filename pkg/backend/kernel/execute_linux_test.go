@@ -156,7 +156,7 @@ func checkBuilt(t *testing.T, st *nmstate.State) {
 		IPv4: &nmstate.IPConfig{Enabled: p(true), DHCP: p(false), Forwarding: p(false), Address: []nmstate.Address{staticAddr("192.0.2.1/24"), staticAddr("192.0.2.2/24")}},
 		IPv6: &nmstate.IPConfig{Enabled: p(true), DHCP: p(false), Autoconf: p(false), Forwarding: p(false), Address: []nmstate.Address{staticAddr("2001:db8::1/64")}},
 	}
-	noMACIgnore := cmp.Options{cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{}), cmpopts.IgnoreFields(nmstate.Interface{}, "MinMTU", "MaxMTU")}
+	noMACIgnore := cmp.Options{cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{}), cmpopts.IgnoreFields(nmstate.Interface{}, "MinMTU", "MaxMTU", "Ethtool")}
 	if diff := cmp.Diff(wantVeth1, veth1, noMACIgnore); diff != "" {
 		t.Errorf("veth1 (-want +got):\n%s", diff)
 	}

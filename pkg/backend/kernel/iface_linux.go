@@ -157,6 +157,10 @@ func linkToInterface(kl *kernelLink, v *linkView) nmstate.Interface {
 		ifc.VRF = vrfSection(kl, v)
 	case nmstate.TypeTun:
 		ifc.Tun = tunSection(kl)
+	case nmstate.TypeHSR:
+		ifc.HSR = hsrSection(kl, v)
+	case nmstate.TypeMACsec:
+		ifc.MACsec = macsecSection(kl, v)
 	case nmstate.TypeTeam:
 		ifc.Team = &nmstate.Team{Port: []nmstate.TeamPort{}}
 		for _, p := range v.portNames(a.Index) {

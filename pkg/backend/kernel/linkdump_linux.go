@@ -31,6 +31,9 @@ type kernelLink struct {
 	inet6 []int32
 	// inet holds the IPv4 devconf array; nil without IPv4 state.
 	inet []uint32
+	// parentBus / parentDev name the device behind a NIC
+	// (IFLA_PARENT_DEV_BUS_NAME / IFLA_PARENT_DEV_NAME, Linux 5.16+).
+	parentBus, parentDev string
 }
 
 func (l *kernelLink) attrs() *netlink.LinkAttrs { return l.link.Attrs() }
@@ -56,6 +59,13 @@ func (b *Backend) dumpLinks() ([]*kernelLink, error) {
 // statistics out. Kernels before 4.5 ignore the bit.
 const rtextFilterSkipStats = 1 << 3
 
+// rtextFilterVF is RTEXT_FILTER_VF: the dump includes IFLA_NUM_VF and the
+// VF list of SR-IOV physical functions (nothing for other links).
+const rtextFilterVF = 1 << 0
+
+// linkExtMask is the IFLA_EXT_MASK of every link read.
+const linkExtMask = rtextFilterSkipStats | rtextFilterVF
+
 // linkDumpRequest asks for every link, without the traffic counters:
 // nothing here reports them (nmstate has no counters), and leaving them
 // out spares the kernel summing them per link and the reader a third of
@@ -63,7 +73,7 @@ const rtextFilterSkipStats = 1 << 3
 func linkDumpRequest() *nl.NetlinkRequest {
 	req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
 	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-	req.AddData(nl.NewRtAttr(unix.IFLA_EXT_MASK, nl.Uint32Attr(rtextFilterSkipStats)))
+	req.AddData(nl.NewRtAttr(unix.IFLA_EXT_MASK, nl.Uint32Attr(linkExtMask)))
 	return req
 }
 
@@ -101,6 +111,10 @@ func parseLinkMessage(m []byte) (*kernelLink, error) {
 			kl.parseLinkInfo(v)
 		case unix.IFLA_AF_SPEC:
 			kl.parseAFSpec(v)
+		case unix.IFLA_PARENT_DEV_BUS_NAME:
+			kl.parentBus = cString(v)
+		case unix.IFLA_PARENT_DEV_NAME:
+			kl.parentDev = cString(v)
 		}
 	})
 	if err != nil {

@@ -26,6 +26,8 @@ var typeKinds = map[nmstate.InterfaceType]string{
 	nmstate.TypeDummy:       "dummy",
 	nmstate.TypeVRF:         "vrf",
 	nmstate.TypeTeam:        "team",
+	nmstate.TypeHSR:         "hsr",
+	nmstate.TypeMACsec:      "macsec",
 }
 
 // linkDelete deletes a virtual link; a link already gone is success.
@@ -62,6 +64,21 @@ func (ex *executor) linkCreate(ifc nmstate.Interface) error {
 	}
 	if _, ok := typeKinds[ifc.Type]; !ok {
 		return notSupported("creating interfaces of type %s is not supported by the kernel backend", ifc.Type)
+	}
+	if ifc.Type == nmstate.TypeHSR || ifc.Type == nmstate.TypeMACsec {
+		add := ex.addHSR
+		if ifc.Type == nmstate.TypeMACsec {
+			add = ex.addMACsec
+		}
+		if err := add(ifc); err != nil {
+			return linkCreateError(ifc.Name, ifc.Type, err)
+		}
+		rest := ifc
+		rest.MACAddress, rest.HSR, rest.MACsec = nil, nil, nil
+		if !hasLinkSettings(rest) {
+			return nil
+		}
+		return ex.linkModify(rest)
 	}
 	l, err := ex.newLink(ifc)
 	if err != nil {
@@ -147,7 +164,7 @@ func (b *Backend) addVeth(v *netlink.Veth) error {
 // refuse) for ifc.
 func hasLinkSettings(ifc nmstate.Interface) bool {
 	return ifc.MTU != nil || ifc.MACAddress != nil || ifc.AcceptAllMAC != nil || ifc.Description != nil || ifc.AltNames != nil ||
-		ifc.Ethernet != nil || ifc.Ethtool != nil || ifc.LinuxBridge != nil || ifc.LinkAggregation != nil ||
+		ifc.Ethernet != nil || ifc.Ethtool != nil || ifc.IEEE8021X != nil || ifc.LLDP != nil || ifc.LinuxBridge != nil || ifc.LinkAggregation != nil ||
 		ifc.VLAN != nil || ifc.MacVlan != nil || ifc.MacVtap != nil ||
 		(ifc.VXLAN != nil && ifc.VXLAN.Learning != nil) || (ifc.IPVlan != nil && ifc.IPVlan.Mode != nil)
 }
@@ -317,17 +334,11 @@ func newIPVlan(attrs netlink.LinkAttrs, v *nmstate.IPVlan) netlink.Link {
 // fresh from the kernel; a link with nothing to set is only looked up.
 func (ex *executor) linkModify(ifc nmstate.Interface) error {
 	b := ex.b
-	if e := ifc.Ethernet; e != nil && (e.AutoNegotiation != nil || e.Speed != nil || e.Duplex != nil || e.SRIOV != nil) {
+	if e := ifc.Ethernet; e != nil && (e.AutoNegotiation != nil || e.Speed != nil || e.Duplex != nil) {
 		if _, err := ex.links.mustLink(ifc.Name); err != nil {
 			return err
 		}
-		return notSupported("%s: ethernet link settings and sr-iov are not supported by the kernel backend", ifc.Name)
-	}
-	if e := ifc.Ethtool; e != nil && (e.Pause != nil || len(e.Feature) > 0 || e.Coalesce != nil || e.Ring != nil) {
-		if _, err := ex.links.mustLink(ifc.Name); err != nil {
-			return err
-		}
-		return notSupported("%s: ethtool settings are not supported by the kernel backend", ifc.Name)
+		return notSupported("%s: ethernet speed, duplex and auto-negotiation are not supported by the kernel backend", ifc.Name)
 	}
 	var (
 		l   netlink.Link
@@ -368,6 +379,26 @@ func (ex *executor) linkModify(ifc nmstate.Interface) error {
 	}
 	if ifc.AltNames != nil {
 		if err := b.setAltNames(l, *ifc.AltNames); err != nil {
+			return err
+		}
+	}
+	if e := ifc.Ethtool; e != nil && (e.Pause != nil || len(e.Feature) > 0 || e.Coalesce != nil || e.Ring != nil) {
+		if err := b.setEthtool(ifc.Name, a.Index, e); err != nil {
+			return err
+		}
+	}
+	if ifc.IEEE8021X != nil {
+		if err := b.setIEEE8021X(ifc.Name, ifc.IEEE8021X); err != nil {
+			return err
+		}
+	}
+	if ifc.LLDP != nil && ifc.LLDP.Enabled != nil {
+		if err := b.setLLDP(ifc.Name, *ifc.LLDP.Enabled); err != nil {
+			return err
+		}
+	}
+	if ifc.Ethernet != nil && ifc.Ethernet.SRIOV != nil {
+		if err := ex.setSRIOV(l, ifc.Ethernet.SRIOV); err != nil {
 			return err
 		}
 	}

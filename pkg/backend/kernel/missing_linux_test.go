@@ -1,7 +1,7 @@
 //go:build !qemu
 
-// The development VM's kernel lacks bonding, 8021q, dummy, vrf, ipvlan and
-// bridge VLAN filtering; these tests assert the clear errors the backend
+// The development VM's kernel lacks bonding, 8021q, dummy, vrf, ipvlan, team,
+// hsr and bridge VLAN filtering; these tests assert the clear errors the backend
 // gives for them. The qemu lane, whose kernel has them all, excludes this
 // file and tests the features themselves (*_qemu_test.go).
 
@@ -41,6 +41,8 @@ func TestExecuteMissingKernelFeature(t *testing.T) {
 			"ipv0: kernel has no ipvlan support (module ipvlan)"},
 		{"team", nmstate.LinkCreate{Iface: nmstate.Interface{Name: "team0", Type: nmstate.TypeTeam}},
 			"team0: kernel has no team support (module team)"},
+		{"hsr", nmstate.LinkCreate{Iface: nmstate.Interface{Name: "hsr0", Type: nmstate.TypeHSR, HSR: &nmstate.HSR{Port1: str("veth0"), Port2: str("veth1")}}},
+			"hsr0: kernel has no hsr support (module hsr)"},
 		{"bridge vlan filtering", nmstate.BridgeVLANSet{Bridge: "br0", Name: "veth0", VLAN: &nmstate.BridgeVLAN{
 			Mode: statetest.Ptr(nmstate.BridgeVLANMode("access")), Tag: u16(10)}},
 			"br0: kernel has no bridge vlan filtering support (CONFIG_BRIDGE_VLAN_FILTERING)"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/vishvananda/netlink"
@@ -41,8 +42,18 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 			rules, ruleErr = b.dumpRules()
 		}
 	}()
+	type ethDump struct {
+		info map[int]*ethtoolInfo
+		err  error
+	}
+	ethc := make(chan ethDump, 1)
+	go func() {
+		e, err := b.dumpEthtool()
+		ethc <- ethDump{e, err}
+	}()
 	links, err := b.dumpLinks()
 	ad := <-addrc
+	ed := <-ethc
 	<-tablesDone
 	if err != nil {
 		return nil, err
@@ -61,9 +72,33 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ed.err != nil {
+		return nil, ed.err
+	}
 	st := &nmstate.State{Interfaces: make([]nmstate.Interface, 0, len(links))}
 	for _, kl := range links {
 		ifc := linkToInterface(kl, v)
+		if ifc.Type == nmstate.TypeEthernet {
+			if dir := sriovDir(kl); dir != "" {
+				ifc.Ethernet = &nmstate.Ethernet{SRIOV: sriovSection(kl, dir)}
+			}
+		}
+		if ifc.Type == nmstate.TypeEthernet || ifc.Type == nmstate.TypeVeth {
+			// Ethernet NICs and veths, as upstream reports them; other
+			// types have features too, but nothing configures them.
+			ifc.Ethtool = ed.info[kl.attrs().Index].section()
+			if ifc.IEEE8021X, err = b.readIEEE8021X(ifc.Name); err != nil {
+				return nil, err
+			}
+			if ifc.LLDP, err = b.readLLDP(ifc.Name, time.Now()); err != nil {
+				return nil, err
+			}
+		}
+		if ifc.Type == nmstate.TypeMACsec {
+			if err := b.readMKA(ifc.Name, ifc.MACsec); err != nil {
+				return nil, err
+			}
+		}
 		// Ports too: a port's disabled IP is what the kernel holds, and
 		// reporting it keeps "plan again" empty after an apply.
 		ifc.IPv4, ifc.IPv6 = ipConfigs(kl, addrs[kl.attrs().Index])

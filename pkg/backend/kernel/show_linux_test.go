@@ -59,10 +59,11 @@ func names(st *nmstate.State) []string {
 }
 
 // ignoreVolatile leaves out what differs between runs or kernels: random
-// MACs, MTU limits, running bridge timers, a kernel-rounded interval.
+// MACs, MTU limits, running bridge timers, a kernel-rounded interval, the
+// offload features a kernel gives veths (ethtool_linux_test.go tests them).
 var ignoreVolatile = cmp.Options{
 	cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{}),
-	cmpopts.IgnoreFields(nmstate.Interface{}, "MACAddress", "PermanentMACAddress", "MinMTU", "MaxMTU"),
+	cmpopts.IgnoreFields(nmstate.Interface{}, "MACAddress", "PermanentMACAddress", "MinMTU", "MaxMTU", "Ethtool"),
 	cmpopts.IgnoreFields(nmstate.LinuxBridgeOptions{}, "GCTimer", "HelloTimer", "MulticastStartupQueryInterval", "HashElasticity", "HashMax"),
 }
 

@@ -56,12 +56,29 @@ func (b *Backend) Watch(ctx context.Context) (<-chan struct{}, error) {
 	// default buffer too easily; an overflow is still handled.
 	_ = sock.SetReceiveBufferSize(1<<20, false)
 
-	var ino *inotifyWatch
+	var inos []*inotifyWatch
+	files := []string{}
 	if b.opts.ResolvConf != "" {
-		if ino, err = newInotifyWatch(b.opts.ResolvConf); err != nil {
+		files = append(files, b.opts.ResolvConf)
+	}
+	if b.opts.LLDPDir != "" {
+		// The node runtime writes the neighbours it hears there.
+		if err := os.MkdirAll(b.opts.LLDPDir, 0o755); err != nil {
 			sock.Close()
 			return nil, err
 		}
+		files = append(files, filepath.Join(b.opts.LLDPDir, "*.json"))
+	}
+	for _, f := range files {
+		ino, err := newInotifyWatch(f)
+		if err != nil {
+			sock.Close()
+			for _, w := range inos {
+				w.close()
+			}
+			return nil, err
+		}
+		inos = append(inos, ino)
 	}
 
 	out := make(chan struct{}, 1)
@@ -87,7 +104,7 @@ func (b *Backend) Watch(ctx context.Context) (<-chan struct{}, error) {
 			}
 		}
 	}()
-	if ino != nil {
+	for _, ino := range inos {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -97,7 +114,7 @@ func (b *Backend) Watch(ctx context.Context) (<-chan struct{}, error) {
 	go func() {
 		<-ctx.Done()
 		sock.Close()
-		if ino != nil {
+		for _, ino := range inos {
 			ino.close()
 		}
 		wg.Wait()
@@ -108,7 +125,9 @@ func (b *Backend) Watch(ctx context.Context) (<-chan struct{}, error) {
 
 // inotifyWatch follows one file that may be replaced by rename (atomic
 // writers) or rewritten in place (a bind-mounted file): it watches the
-// directory for entries of that name and the file's current inode.
+// directory for entries of that name and the file's current inode. The
+// name may be a pattern (filepath.Match): then every matching entry of
+// the directory counts.
 type inotifyWatch struct {
 	f    *os.File
 	fd   int
@@ -172,7 +191,7 @@ func (w *inotifyWatch) run(signal func()) {
 				relevant, replaced = true, true
 			case mask&unix.IN_IGNORED != 0:
 			case wd == w.dir:
-				if name == w.name {
+				if ok, _ := filepath.Match(w.name, name); ok {
 					relevant, replaced = true, true
 				}
 			default: // the file's own inode

@@ -158,3 +158,41 @@ func TestWatchClosesOnCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchSignalsLLDPNeighbors: neighbours the node runtime stores change
+// the reported state without a kernel event, so the watch signals them;
+// another file of the directory (an enabled marker) does not count.
+func TestWatchSignalsLLDPNeighbors(t *testing.T) {
+	ns := nstest.New(t)
+	dir := filepath.Join(t.TempDir(), "lldp")
+	b, err := Open(context.Background(), Options{NetNS: ns.Path, LLDPDir: dir})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := b.Watch(ctx)
+	if err != nil {
+		cancel()
+		t.Fatalf("Watch: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range ch {
+		}
+	})
+	drain(ch)
+	if err := b.WriteLLDPNeighbors("eth1", map[string]LLDPNeighbor{"sw": {TLVs: []any{}, Expires: time.Now().Add(time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, ch, "neighbours written")
+	drain(ch)
+	if err := os.WriteFile(filepath.Join(dir, "eth2.enabled"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Error("a marker file signalled a change")
+	case <-time.After(500 * time.Millisecond):
+	}
+}

@@ -25,6 +25,7 @@ var requested4 = []dhcpv4.OptionCode{
 	dhcpv4.OptionRouter,
 	dhcpv4.OptionDomainNameServer,
 	dhcpv4.OptionDomainName,
+	dhcpv4.OptionHostName,
 	dhcpv4.OptionInterfaceMTU,
 	dhcpv4.OptionDNSDomainSearchList,
 	dhcpv4.OptionClasslessStaticRoute,
@@ -269,6 +270,7 @@ func leaseFromAck(ack *dhcpv4.DHCPv4) (Lease, error) {
 		}
 	}
 	l.DomainName = ack.DomainName()
+	l.Hostname = ack.HostName()
 	if v := ack.GetOneOption(dhcpv4.OptionInterfaceMTU); len(v) == 2 {
 		l.MTU = int(v[0])<<8 | int(v[1])
 	}

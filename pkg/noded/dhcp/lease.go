@@ -53,6 +53,8 @@ type Lease struct {
 	DNS           []netip.Addr
 	SearchDomains []string
 	DomainName    string
+	// Hostname is the host name the server gives (DHCPv4 option 12).
+	Hostname string
 	// MTU is the interface MTU option (26); 0 when not sent.
 	MTU int
 }

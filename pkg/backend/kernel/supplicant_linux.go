@@ -1,0 +1,314 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/knmstate/knmstate/pkg/nmstate"
+)
+
+// 802.1X on ethernet: the kernel has no supplicant, so the backend runs
+// Debian's wpa_supplicant (driver "wired") for each interface with an
+// 802.1x section, in the Backend's network namespace, daemonized, with
+// everything of it under Options.SupplicantDir:
+//
+//	<iface>.json   the applied 802.1x section (what Show reports)
+//	<iface>.conf   wpa_supplicant's configuration, generated from it
+//	<iface>.pid    its pid file
+//	ctrl/          its control sockets (wpa_cli -p DIR/ctrl)
+//
+// The section file, not the process, is the configured state: a
+// supplicant that exits (a missing certificate) leaves the configuration
+// reported as applied, as NetworkManager keeps the profile. Whether the
+// port authenticated is not part of nmstate's state.
+
+// wpaSupplicant is Debian's binary; a variable only so the error names it.
+const wpaSupplicant = "/usr/sbin/wpa_supplicant"
+
+// supplicantPath is name's file of the given suffix, or "" when the
+// backend has no supplicant directory or the name could escape it.
+func (b *Backend) supplicantPath(name, suffix string) string {
+	if b.opts.SupplicantDir == "" || name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return ""
+	}
+	return filepath.Join(b.opts.SupplicantDir, name+suffix)
+}
+
+// readIEEE8021X is the applied 802.1x section of name, or nil.
+func (b *Backend) readIEEE8021X(name string) (*nmstate.IEEE8021X, error) {
+	p := b.supplicantPath(name, ".json")
+	if p == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the 802.1x configuration of %s: %w", name, err)
+	}
+	var x nmstate.IEEE8021X
+	if err := json.Unmarshal(data, &x); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return &x, nil
+}
+
+// setIEEE8021X overlays the given keys on name's applied section, writes
+// the supplicant's configuration and (re)starts it.
+func (b *Backend) setIEEE8021X(name string, want *nmstate.IEEE8021X) error {
+	if b.supplicantPath(name, ".json") == "" || name == "ctrl" {
+		return notSupported("%s: 802.1x needs a supplicant directory (the backend was opened without one)", name)
+	}
+	if _, err := os.Stat(wpaSupplicant); err != nil {
+		return &kernelError{kind: nmstate.Dependency, msg: fmt.Sprintf("%s: 802.1x needs wpa_supplicant (Debian's wpasupplicant)", name), err: err}
+	}
+	cur, err := b.readIEEE8021X(name)
+	if err != nil {
+		return err
+	}
+	x := overlay8021X(cur, want)
+	if x.Identity == nil || *x.Identity == "" {
+		return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("%s: 802.1x needs an identity", name)}
+	}
+	if len(x.EAPMethods) == 0 {
+		return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("%s: 802.1x needs eap-methods", name)}
+	}
+	for key, v := range map[string]*string{"password": x.Password, "private-key-password": x.PrivateKeyPassword} {
+		if v != nil && *v == nmstate.HiddenSecret {
+			// A state copied from show; there is no current secret to keep.
+			return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("%s: 802.1x.%s is %s and no %s is configured", name, key, nmstate.HiddenSecret, key)}
+		}
+	}
+	conf, err := wpaConf(filepath.Join(b.opts.SupplicantDir, "ctrl"), x)
+	if err != nil {
+		return &kernelError{kind: nmstate.InvalidArgument, msg: fmt.Sprintf("%s: 802.1x: %v", name, err)}
+	}
+	if err := os.MkdirAll(b.opts.SupplicantDir, 0o700); err != nil {
+		return err
+	}
+	data, err := json.Marshal(x)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(b.supplicantPath(name, ".conf"), []byte(conf)); err != nil {
+		return err
+	}
+	if err := b.stopSupplicant(name); err != nil {
+		return err
+	}
+	if err := b.startSupplicant(name, "wired", name); err != nil {
+		return err
+	}
+	return writeFileAtomic(b.supplicantPath(name, ".json"), data)
+}
+
+// overlay8021X is cur with the keys want sets replaced.
+func overlay8021X(cur, want *nmstate.IEEE8021X) *nmstate.IEEE8021X {
+	x := nmstate.IEEE8021X{}
+	if cur != nil {
+		x = *cur
+	}
+	w := *want
+	for _, f := range []struct{ dst, src **string }{
+		{&x.Identity, &w.Identity}, {&x.PrivateKey, &w.PrivateKey}, {&x.ClientCert, &w.ClientCert},
+		{&x.CACert, &w.CACert}, {&x.CAPath, &w.CAPath}, {&x.PrivateKeyPassword, &w.PrivateKeyPassword},
+		{&x.Phase2Auth, &w.Phase2Auth}, {&x.Password, &w.Password},
+	} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	if w.EAPMethods != nil {
+		x.EAPMethods = w.EAPMethods
+	}
+	return &x
+}
+
+// wpaConf renders the wired 802.1X network of x. Values are quoted
+// strings; one holding a quote or a line break is refused rather than
+// escaped (wpa_supplicant's format has no escapes in quoted strings).
+func wpaConf(ctrl string, x *nmstate.IEEE8021X) (string, error) {
+	var b strings.Builder
+	b.WriteString("# Generated by knmstate from the interface's 802.1x section\n")
+	fmt.Fprintf(&b, "ctrl_interface=%s\nap_scan=0\nnetwork={\n\tkey_mgmt=IEEE8021X\n", ctrl)
+	methods := make([]string, 0, len(x.EAPMethods))
+	for _, m := range x.EAPMethods {
+		u := strings.ToUpper(m)
+		switch u {
+		case "TLS", "PEAP", "TTLS", "MD5", "LEAP", "FAST", "PWD":
+		default:
+			return "", fmt.Errorf("eap-methods: unknown method %q", m)
+		}
+		methods = append(methods, u)
+	}
+	fmt.Fprintf(&b, "\teap=%s\n", strings.Join(methods, " "))
+	for _, f := range []struct {
+		key string
+		v   *string
+	}{
+		{"identity", x.Identity}, {"password", x.Password}, {"ca_cert", x.CACert}, {"ca_path", x.CAPath},
+		{"client_cert", x.ClientCert}, {"private_key", x.PrivateKey}, {"private_key_passwd", x.PrivateKeyPassword},
+	} {
+		if f.v == nil {
+			continue
+		}
+		if strings.ContainsAny(*f.v, "\"\n\r\x00") {
+			return "", fmt.Errorf("%s holds a quote or a line break", f.key)
+		}
+		fmt.Fprintf(&b, "\t%s=\"%s\"\n", f.key, *f.v)
+	}
+	if x.Phase2Auth != nil {
+		p := strings.ToUpper(*x.Phase2Auth)
+		switch p {
+		case "MSCHAPV2", "MD5", "GTC", "PAP", "CHAP", "MSCHAP":
+		default:
+			return "", fmt.Errorf("phase2-auth: unknown method %q", *x.Phase2Auth)
+		}
+		fmt.Fprintf(&b, "\tphase2=\"auth=%s\"\n", p)
+	}
+	b.WriteString("}\n")
+	return b.String(), nil
+}
+
+// startSupplicant starts the wpa_supplicant of name (its files) with
+// driver on iface, in the namespace; -B returns once it daemonized,
+// having written its pid file.
+func (b *Backend) startSupplicant(name, driver, iface string) error {
+	args := []string{"-B", "-D", driver, "-i", iface,
+		"-c", b.supplicantPath(name, ".conf"), "-P", b.supplicantPath(name, ".pid"),
+		"-f", b.supplicantPath(name, ".log")}
+	var out []byte
+	err := b.inNetNS(func() error {
+		// The child is forked from this locked thread, in the namespace.
+		var err error
+		out, err = exec.Command(wpaSupplicant, args...).CombinedOutput()
+		return err
+	})
+	if err != nil {
+		return &kernelError{kind: nmstate.Backend, msg: fmt.Sprintf("starting wpa_supplicant for %s on %s: %s", name, iface, strings.TrimSpace(string(out))), err: err}
+	}
+	return nil
+}
+
+// stopSupplicant ends name's wpa_supplicant, if its pid file names a
+// live one, and waits (bounded) for it to go.
+func (b *Backend) stopSupplicant(name string) error {
+	pidFile := b.supplicantPath(name, ".pid")
+	if pidFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(pidFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return os.Remove(pidFile)
+	}
+	// Only a wpa_supplicant: a stale pid file may name a reused pid.
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "wpa_supplicant" {
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("stopping wpa_supplicant %d of %s: %w", pid, name, err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if syscall.Kill(pid, 0) != nil {
+				break
+			}
+		}
+	}
+	if err := os.Remove(pidFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// removeSupplicant stops name's supplicant and forgets its section or
+// keys (the interface was deleted).
+func (b *Backend) removeSupplicant(name string) error {
+	if b.supplicantPath(name, ".json") == "" {
+		return nil
+	}
+	if err := b.stopSupplicant(name); err != nil {
+		return err
+	}
+	for _, s := range []string{".json", ".conf", ".log"} {
+		if err := os.Remove(b.supplicantPath(name, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveIEEE8021X stops iface's supplicant and forgets its 802.1x section
+// (apply.IEEE8021XRemover: a rollback of the apply that added it).
+func (b *Backend) RemoveIEEE8021X(_ context.Context, iface string) error {
+	if b.supplicantPath(iface, ".json") == "" || iface == "ctrl" {
+		return nil
+	}
+	// Log off first, so the authenticator closes the port as it was
+	// before: a supplicant that just ends sends nothing and leaves the
+	// port authorized. Best effort: the supplicant may have exited.
+	b.logoffSupplicant(iface)
+	return b.removeSupplicant(iface)
+}
+
+// logoffSupplicant asks iface's wpa_supplicant, over its control socket,
+// to send EAPOL-Logoff, and waits (bounded) for its answer.
+func (b *Backend) logoffSupplicant(iface string) {
+	ctrl := filepath.Join(b.opts.SupplicantDir, "ctrl", iface)
+	local := filepath.Join(b.opts.SupplicantDir, fmt.Sprintf(".logoff-%d", os.Getpid()))
+	_ = os.Remove(local)
+	c, err := net.DialUnix("unixgram", &net.UnixAddr{Name: local, Net: "unixgram"}, &net.UnixAddr{Name: ctrl, Net: "unixgram"})
+	if err != nil {
+		return
+	}
+	defer os.Remove(local)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("LOGOFF")); err != nil {
+		return
+	}
+	buf := make([]byte, 64)
+	_, _ = c.Read(buf)
+}
+
+// StopSupplicants ends every wpa_supplicant the backend started in its
+// supplicant directory (a node being torn down).
+func (b *Backend) StopSupplicants() error {
+	if b.opts.SupplicantDir == "" {
+		return nil
+	}
+	pids, err := filepath.Glob(filepath.Join(b.opts.SupplicantDir, "*.pid"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range pids {
+		errs = append(errs, b.stopSupplicant(strings.TrimSuffix(filepath.Base(p), ".pid")))
+	}
+	return errors.Join(errs...)
+}
+
+// writeFileAtomic replaces path with data (mode 0600: secrets).
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
