@@ -183,7 +183,7 @@ func policyRollout50(ctx context.Context, env Env) ([]Result, error) {
 			return nil, err
 		}
 		load := loadAverage()
-		tl, err := watchEnactments(ctx, l, "linux-bridge-rollout", time.Now())
+		tl, err := watchEnactments(ctx, l.dyn, "linux-bridge-rollout", time.Now())
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/knmstate/knmstate/api/shared"
 	"github.com/knmstate/knmstate/internal/rollout"
@@ -31,10 +32,9 @@ type enactmentTimeline struct {
 
 // watchEnactments starts recording the enactments whose names end in
 // "."+policy; start is the rollout's time zero.
-func watchEnactments(ctx context.Context, l *benchLab, policy string, start time.Time) (*enactmentTimeline, error) {
+func watchEnactments(ctx context.Context, dyn dynamic.Interface, policy string, start time.Time) (*enactmentTimeline, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	opts := metav1.ListOptions{LabelSelector: shared.EnactmentPolicyLabel + "=" + policy}
-	w, err := l.dyn.Resource(nnceGVR).Watch(ctx, opts)
+	events, err := watchAgain(ctx, dyn.Resource(nnceGVR), metav1.ListOptions{LabelSelector: shared.EnactmentPolicyLabel + "=" + policy})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("watching enactments: %w", err)
@@ -42,30 +42,59 @@ func watchEnactments(ctx context.Context, l *benchLab, policy string, start time
 	t := &enactmentTimeline{cancel: cancel, done: make(chan struct{}), start: start, steps: map[string]map[string]time.Duration{}}
 	go func() {
 		defer close(t.done)
-		// A loaded API server may end a watch early: watch again from
-		// the last version seen, until ctx ends.
+		for o := range events {
+			t.record(o, time.Since(t.start))
+		}
+	}()
+	return t, nil
+}
+
+// watchAgain watches ri and yields the objects of its Added and Modified
+// events until ctx ends, then closes the channel. A loaded API server may
+// end a watch early: it watches again from the last version seen. The
+// first watch is opened before watchAgain returns, so no change after
+// the call is missed.
+func watchAgain(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions) (<-chan *unstructured.Unstructured, error) {
+	w, err := ri.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	// Buffered well, so that the connection is read while the consumer is
+	// busy: the API server closes watches that are not read.
+	out := make(chan *unstructured.Unstructured, 256)
+	go func() {
+		defer close(out)
 		for {
 			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					// Typically the version is too old by now: start
+					// from the current objects (repeats are harmless).
+					opts.ResourceVersion = ""
+					continue
+				}
 				o, ok := ev.Object.(*unstructured.Unstructured)
 				if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
 					continue
 				}
 				opts.ResourceVersion = o.GetResourceVersion()
-				t.record(o, time.Since(t.start))
+				select {
+				case out <- o:
+				case <-ctx.Done():
+				}
 			}
 			w.Stop()
 			for {
 				if ctx.Err() != nil {
 					return
 				}
-				if w, err = l.dyn.Resource(nnceGVR).Watch(ctx, opts); err == nil {
+				if w, err = ri.Watch(ctx, opts); err == nil {
 					break
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
 		}
 	}()
-	return t, nil
+	return out, nil
 }
 
 // record notes the steps an enactment shows at time at.
