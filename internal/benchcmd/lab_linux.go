@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,6 +171,13 @@ func (l *benchLab) apiWrites(ctx context.Context) ([]requestCount, error) {
 // parseWrites picks the write requests out of the API server's metrics
 // text (Prometheus exposition format).
 func parseWrites(raw []byte) ([]requestCount, error) {
+	all, err := parseRequests(raw)
+	return slices.DeleteFunc(all, func(c requestCount) bool { return !writeVerbs[c.verb] }), err
+}
+
+// parseRequests reads every series of apiserver_request_total out of the
+// API server's metrics text.
+func parseRequests(raw []byte) ([]requestCount, error) {
 	var out []requestCount
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -201,9 +209,7 @@ func parseWrites(raw []byte) ([]requestCount, error) {
 				c.subresource = v
 			}
 		}
-		if writeVerbs[c.verb] {
-			out = append(out, c)
-		}
+		out = append(out, c)
 	}
 	return out, sc.Err()
 }

@@ -28,6 +28,7 @@ func Measurements() []Measurement {
 		{Name: "model.pipeline1000", Timeout: time.Minute, Run: modelPipeline},
 		{Name: "policy.available3", Timeout: 5 * time.Minute, Run: policyAvailable3},
 		{Name: "policy.rollout50", Timeout: 5 * time.Minute, Run: policyRollout50},
+		{Name: "policy.rollout1000", Timeout: 5 * time.Minute, Run: policyRollout1000},
 		{Name: "nns.idle", Timeout: 4 * time.Minute, Run: nnsIdle},
 		{Name: "nns.scale", Timeout: 5 * time.Minute, Run: nnsScale},
 		{Name: "handler.rss", Timeout: 2 * time.Minute, Run: handlerRSS},

@@ -182,9 +182,17 @@ func policyRollout50(ctx context.Context, env Env) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		d, err := createAndWaitAvailable(ctx, l, "linux-bridge-rollout", policy)
+		load := loadAverage()
+		tl, err := watchEnactments(ctx, l.dyn, "linux-bridge-rollout", time.Now())
 		if err != nil {
 			return nil, err
+		}
+		d, err := createAndWaitAvailable(ctx, l, "linux-bridge-rollout", policy)
+		steps := tl.stop()
+		timeline := summarizeTimeline(steps)
+		env.logf("bench: policy.rollout50: %v; %s", d.Round(time.Millisecond), timeline)
+		if err != nil {
+			return nil, fmt.Errorf("%w (%s)", err, timeline)
 		}
 		after, err := l.apiWrites(ctx)
 		if err != nil {
@@ -219,8 +227,8 @@ func policyRollout50(ctx context.Context, env Env) ([]Result, error) {
 		}
 		slices.Sort(parts)
 		return []Result{
-			{Name: "policy.rollout50.available", Value: num(d.Seconds()), Unit: "s", Target: "-",
-				Note: fmt.Sprintf("%d nodes, one handler process each, maxUnavailable 50%%: kubectl create until Available", rolloutNodes)},
+			{Name: "policy.rollout50.available", Value: num(d.Seconds()), Unit: "s", Target: "< 2",
+				Note: fmt.Sprintf("%d nodes, one handler process each, maxUnavailable 50%%: kubectl create until Available; %s; load average %s at the start", rolloutNodes, timeline, load)},
 			{Name: "policy.rollout50.writes", Value: num(total / rolloutNodes), Unit: "writes/node", Target: "-",
 				Note: "API write requests from create to Available, without Node heartbeats and leases: " + strings.Join(parts, ", ")},
 		}, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ func handlerWorkingSet(ctx context.Context, env Env) (rows []Result, err error) 
 		return nil, err
 	}
 	rows = append(rows, Result{Name: "handler.workingset.idle", Value: num(idle / mib), Unit: "MiB", Target: "< 25",
-		Note: "working set of the handler pod (kubelet Summary API) in a 1-node kubelet lab; baseline: upstream handler"}.withRatio(upstreamHandlerMiB))
+		Note: "working set of the handler pod (kubelet Summary API) in a 1-node kubelet lab; " + l.podMemoryNote(node.Name) + "; baseline: upstream handler"}.withRatio(upstreamHandlerMiB))
 	if err := addDHCPInterfaces(ctx, env, l); err != nil {
 		return rows, err
 	}
@@ -58,7 +59,7 @@ func handlerWorkingSet(ctx context.Context, env Env) (rows []Result, err error) 
 		return rows, err
 	}
 	rows = append(rows, Result{Name: "handler.workingset.dhcp10", Value: num(busy / mib), Unit: "MiB", Target: "< 25",
-		Note: "the handler pod with 10 more DHCP interfaces in its NNS; baseline: upstream handler"}.withRatio(upstreamHandlerMiB))
+		Note: "the handler pod with 10 more DHCP interfaces in its NNS; " + l.podMemoryNote(node.Name) + "; baseline: upstream handler"}.withRatio(upstreamHandlerMiB))
 	return rows, nil
 }
 
@@ -96,4 +97,94 @@ func (l *benchLab) podWorkingSet(ctx context.Context, node, prefix string, since
 		return false, nil
 	})
 	return ws, err
+}
+
+// podMemory is what a pod's memory cgroup holds (v1 memory.stat's total_*
+// fields, or v2's), in bytes.
+type podMemory struct {
+	Anon, ActiveFile, InactiveFile float64
+}
+
+// note says what the working set is made of: anonymous memory (the
+// processes' own) and file pages (mostly binaries' code and data mapped
+// by the handler and its exec probes); the inactive ones do not count.
+func (m podMemory) note() string {
+	return fmt.Sprintf("the pod cgroup holds %.1f MiB anonymous, %.1f MiB active file pages (counted), %.1f MiB inactive file pages (not counted)",
+		m.Anon/mib, m.ActiveFile/mib, m.InactiveFile/mib)
+}
+
+// handlerPodMemory finds the handler process of the lab's node (its
+// memory cgroup lies below the lab's cgroup, knmstate-lab/LAB/NODE) and
+// reads the memory.stat of its pod's cgroup (the container's parent).
+func handlerPodMemory(lab, node string) (podMemory, error) {
+	procs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return podMemory{}, err
+	}
+	marker := "/knmstate-lab/" + lab + "/" + node + "/"
+	for _, p := range procs {
+		cmd, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+		if len(args) < 2 || !strings.HasPrefix(filepath.Base(args[0]), "knmstate") || args[1] != "handler" {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join(p, "cgroup"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(cg), "\n") {
+			// v1 "N:memory:/path", v2 "0::/path"
+			f := strings.SplitN(line, ":", 3)
+			if len(f) != 3 || (f[1] != "memory" && f[1] != "") || !strings.Contains(f[2], marker) {
+				continue
+			}
+			dir := filepath.Dir(f[2])
+			for _, root := range []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup"} {
+				if m, err := readMemoryStat(filepath.Join(root, dir, "memory.stat")); err == nil {
+					return m, nil
+				}
+			}
+		}
+	}
+	return podMemory{}, fmt.Errorf("no handler process of node %s in lab %s with a readable pod memory cgroup", node, lab)
+}
+
+// readMemoryStat reads a memory.stat file, v1 (total_rss,
+// total_active_file, total_inactive_file) or v2 (anon, active_file,
+// inactive_file).
+func readMemoryStat(path string) (podMemory, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return podMemory{}, err
+	}
+	vals := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return podMemory{}, fmt.Errorf("%s: %s: %w", path, k, err)
+		}
+		vals[k] = n
+	}
+	if _, v1 := vals["total_rss"]; v1 {
+		// v1: the totals include the containers below the pod's cgroup.
+		return podMemory{Anon: vals["total_rss"], ActiveFile: vals["total_active_file"], InactiveFile: vals["total_inactive_file"]}, nil
+	}
+	m := podMemory{Anon: vals["anon"], ActiveFile: vals["active_file"], InactiveFile: vals["inactive_file"]}
+	return m, nil
+}
+
+// podMemoryNote is handlerPodMemory's note, or why there is none.
+func (l *benchLab) podMemoryNote(node string) string {
+	m, err := handlerPodMemory(l.name, node)
+	if err != nil {
+		return "memory.stat not read: " + err.Error()
+	}
+	return m.note()
 }

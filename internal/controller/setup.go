@@ -58,21 +58,26 @@ func (r reader) input(ctx context.Context, name string) (rollout.Input, error) {
 	default:
 		in.Policy = p
 	}
+	// The lists are read-only inputs of pure decisions: straight from the
+	// cache, without the deep copy a List makes by default. Every event of
+	// every enactment runs the five reconcilers, each reading every node,
+	// state and enactment: copying them all made a 1,000-node rollout's
+	// controller CPU grow with the square of the node count.
 	var nodes corev1.NodeList
-	if err := r.client.List(ctx, &nodes); err != nil {
+	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("list nodes: %w", err)
 	}
 	in.Nodes = nodes.Items
 	states := &metav1.PartialObjectMetadataList{}
 	states.SetGroupVersionKind(v1beta1.GroupVersion.WithKind("NodeNetworkStateList"))
-	if err := r.client.List(ctx, states); err != nil {
+	if err := r.client.List(ctx, states, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("list node network states: %w", err)
 	}
 	for _, s := range states.Items {
 		in.Handlers[s.Name] = true
 	}
 	var enactments v1beta1.NodeNetworkConfigurationEnactmentList
-	if err := r.client.List(ctx, &enactments, client.MatchingFields{policyIndex: name}); err != nil {
+	if err := r.client.List(ctx, &enactments, client.MatchingFields{policyIndex: name}, client.UnsafeDisableDeepCopy); err != nil {
 		return in, fmt.Errorf("list enactments of %s: %w", name, err)
 	}
 	in.Enactments = enactments.Items

@@ -193,3 +193,30 @@ func (p enactmentPhase) String() string {
 	}
 	return "Unknown"
 }
+
+// Enactment phases a handler writes on the way to Available, by name, for
+// PhaseConditions.
+const (
+	PhasePending     = "Pending"
+	PhaseProgressing = "Progressing"
+	PhaseAvailable   = "Available"
+)
+
+// PhaseConditions returns the conditions this handler writes for an
+// enactment in the named phase: what a load generator playing the handler's
+// API side (the bench's simulated nodes, `policy.rollout1000`) must write
+// for the controller to see the same enactments.
+func PhaseConditions(phase string, now time.Time) (shared.ConditionList, error) {
+	var l shared.ConditionList
+	switch phase {
+	case PhasePending:
+		setEnactmentPending(&l, now)
+	case PhaseProgressing:
+		setEnactmentProgressing(&l, now)
+	case PhaseAvailable:
+		setEnactmentSuccess(&l, now, successMessage(rendered{}))
+	default:
+		return nil, fmt.Errorf("enactment phase %q: not one of %s, %s, %s", phase, PhasePending, PhaseProgressing, PhaseAvailable)
+	}
+	return l, nil
+}

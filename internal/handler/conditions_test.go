@@ -119,3 +119,44 @@ func TestSelectorMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestPhaseConditions(t *testing.T) {
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		phase    string
+		wantTrue shared.ConditionType
+		wantErr  bool
+	}{
+		{PhasePending, shared.NodeNetworkConfigurationEnactmentConditionPending, false},
+		{PhaseProgressing, shared.NodeNetworkConfigurationEnactmentConditionProgressing, false},
+		{PhaseAvailable, shared.NodeNetworkConfigurationEnactmentConditionAvailable, false},
+		{"Failing", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.phase, func(t *testing.T) {
+			l, err := PhaseConditions(tt.phase, now)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("PhaseConditions(%q) error %v, want error %v", tt.phase, err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			var st shared.NodeNetworkConfigurationEnactmentStatus
+			st.Conditions = l
+			// The phase the handler itself reads back from these
+			// conditions is the one asked for.
+			if got := phaseOf(&st, 0).String(); got != tt.phase {
+				t.Errorf("phase of PhaseConditions(%q) = %s", tt.phase, got)
+			}
+			var trues []shared.ConditionType
+			for _, c := range l {
+				if c.Status == corev1.ConditionTrue {
+					trues = append(trues, c.Type)
+				}
+			}
+			if len(trues) != 1 || trues[0] != tt.wantTrue {
+				t.Errorf("True conditions %v, want only %s", trues, tt.wantTrue)
+			}
+		})
+	}
+}

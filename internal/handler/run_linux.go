@@ -77,13 +77,21 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("handler %s: %w", opts.Node, err)
 	}
+	// One subscription for the reporter and drift detection (fanout.go
+	// says why).
+	fan := newChangeFanout(kernelChanges)
+	reporterChanges, err := fan.Subscribe(ctx)
+	if err != nil {
+		return fmt.Errorf("handler %s: %w", opts.Node, err)
+	}
 	// OVSDB's configuration changes too (an OVS that starts later, a
 	// bridge changed with ovs-vsctl).
-	changes := ob.Watch(ctx, kernelChanges)
+	changes := ob.Watch(ctx, reporterChanges)
 	defer func() {
 		cancel()
 		for range changes { // Watch's goroutines are gone once it is closed
 		}
+		<-fan.Done() // and the kernel subscription's once it is drained
 	}()
 	if _, err := ob.Show(ctx); err != nil {
 		return fmt.Errorf("handler %s: reading network state: %w", opts.Node, err)
@@ -207,7 +215,7 @@ func run(ctx context.Context, opts Options) error {
 	if !settings.Disabled {
 		settings.NoDefaultBridgeVLANs = !bridgeVLANFiltering(log)
 	}
-	policies := startPolicies(ctx, cancel, opts, settings, pb, b.Watch, cfg, log)
+	policies := startPolicies(ctx, cancel, opts, settings, pb, fan.Subscribe, cfg, log)
 	err = r.run(ctx)
 	cancel()
 	if perr := <-policies; err == nil && perr != nil {

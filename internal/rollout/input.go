@@ -42,7 +42,9 @@ type Config struct {
 // DefaultConfig is the configuration of `knmstate controller`.
 var DefaultConfig = Config{ReclaimAfter: 5 * time.Minute, GCGrace: 10 * time.Second}
 
-// Input is everything a decision about one policy depends on.
+// Input is everything a decision about one policy depends on. Its
+// objects may be shared with the controller's cache: decisions read them
+// and never change them.
 type Input struct {
 	// PolicyName names the policy; Policy is nil when it does not exist.
 	PolicyName string

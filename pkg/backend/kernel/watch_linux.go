@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -56,7 +58,7 @@ func (b *Backend) Watch(ctx context.Context) (<-chan struct{}, error) {
 	// default buffer too easily; an overflow is still handled.
 	_ = sock.SetReceiveBufferSize(1<<20, false)
 
-	var inos []*inotifyWatch
+	var inos []fileWatch
 	files := []string{}
 	if b.opts.ResolvConf != "" {
 		files = append(files, b.opts.ResolvConf)
@@ -70,7 +72,16 @@ func (b *Backend) Watch(ctx context.Context) (<-chan struct{}, error) {
 		files = append(files, filepath.Join(b.opts.LLDPDir, "*.json"))
 	}
 	for _, f := range files {
+		var ino fileWatch
 		ino, err := newInotifyWatch(f)
+		if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) || errors.Is(err, unix.ENOMEM) {
+			// Inotify instances are limited per user across the machine
+			// (fs.inotify.max_user_instances, 128 by default), not per
+			// process: when other programs used them up, polling the file
+			// beats failing (a handler restarting in a loop reports
+			// nothing at all).
+			ino, err = newPollWatch(f, resolvConfPoll), nil
+		}
 		if err != nil {
 			sock.Close()
 			for _, w := range inos {
@@ -122,6 +133,68 @@ func (b *Backend) Watch(ctx context.Context) (<-chan struct{}, error) {
 	}()
 	return out, nil
 }
+
+// fileWatch follows one file: run signals its changes until close.
+type fileWatch interface {
+	run(signal func())
+	close()
+}
+
+// resolvConfPoll is how often resolv.conf (and the LLDP neighbour files)
+// are polled when inotify is not available: DNS settings change rarely,
+// and a second is within the reporting latency the handler aims at.
+const resolvConfPoll = time.Second
+
+// pollWatch follows one file by comparing its inode, size and times at
+// every tick: the fallback when no inotify instance is left. A pattern
+// (inotifyWatch's) is followed by its directory's stamp: its writers
+// replace files by rename, which changes the directory.
+type pollWatch struct {
+	path   string
+	period time.Duration
+	stop   chan struct{}
+	once   sync.Once
+}
+
+func newPollWatch(path string, period time.Duration) *pollWatch {
+	if strings.ContainsAny(filepath.Base(path), "*?[") {
+		path = filepath.Dir(path)
+	}
+	return &pollWatch{path: path, period: period, stop: make(chan struct{})}
+}
+
+// fileStamp identifies a version of a file; the zero value is "missing".
+type fileStamp struct {
+	ino, size        uint64
+	mtimeNs, ctimeNs int64
+}
+
+func stampOf(path string) fileStamp {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{ino: st.Ino, size: uint64(st.Size), mtimeNs: st.Mtim.Nano(), ctimeNs: st.Ctim.Nano()}
+}
+
+func (w *pollWatch) run(signal func()) {
+	last := stampOf(w.path)
+	t := time.NewTicker(w.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			if cur := stampOf(w.path); cur != last {
+				last = cur
+				signal()
+			}
+		}
+	}
+}
+
+func (w *pollWatch) close() { w.once.Do(func() { close(w.stop) }) }
 
 // inotifyWatch follows one file that may be replaced by rename (atomic
 // writers) or rewritten in place (a bind-mounted file): it watches the

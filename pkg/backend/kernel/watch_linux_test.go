@@ -196,3 +196,86 @@ func TestWatchSignalsLLDPNeighbors(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// TestPollWatchSignalsResolvConfChanges checks the fallback used when no
+// inotify instance is left: the same changes as the inotify watch, and a
+// file that disappears and comes back.
+func TestPollWatchSignalsResolvConfChanges(t *testing.T) {
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := newPollWatch(resolv, 5*time.Millisecond)
+	ch := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.run(func() {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(func() { w.close(); <-done })
+	tests := []struct {
+		name   string
+		change func() error
+	}{
+		{"rewrite in place", func() error { return os.WriteFile(resolv, []byte("nameserver 192.0.2.54\n"), 0o644) }},
+		{"replaced by rename", func() error {
+			if err := os.WriteFile(resolv+".tmp", []byte("nameserver 192.0.2.55\n"), 0o644); err != nil {
+				return err
+			}
+			return os.Rename(resolv+".tmp", resolv)
+		}},
+		{"removed", func() error { return os.Remove(resolv) }},
+		{"created again", func() error { return os.WriteFile(resolv, []byte("nameserver 192.0.2.56\n"), 0o644) }},
+	}
+	for _, tt := range tests {
+		// A tick between changes, so no two land in one polling period.
+		time.Sleep(20 * time.Millisecond)
+		drain(ch)
+		if err := tt.change(); err != nil {
+			t.Fatal(err)
+		}
+		waitSignal(t, ch, tt.name)
+	}
+	// Nothing changed: nothing signalled over many periods.
+	time.Sleep(20 * time.Millisecond)
+	drain(ch)
+	select {
+	case <-ch:
+		t.Error("signalled without a change")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestPollWatchPattern: the fallback for a pattern (the LLDP neighbour
+// files) follows the directory, whose entries change when a writer
+// replaces a file by rename.
+func TestPollWatchPattern(t *testing.T) {
+	dir := t.TempDir()
+	w := newPollWatch(filepath.Join(dir, "*.json"), 5*time.Millisecond)
+	ch := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.run(func() {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(func() { w.close(); <-done })
+	time.Sleep(20 * time.Millisecond)
+	drain(ch)
+	if err := os.WriteFile(filepath.Join(dir, "eth1.json.tmp"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "eth1.json.tmp"), filepath.Join(dir, "eth1.json")); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, ch, "a neighbour file written by rename")
+}
