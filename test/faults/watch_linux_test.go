@@ -56,6 +56,8 @@ type logEvent struct {
 	msg    string
 	policy string
 	gen    int64
+	// text is the whole log line (the error of an apply that failed).
+	text string
 	// file is the container log it came from (a new one per restart).
 	file string
 }
@@ -293,7 +295,7 @@ func parseLine(l string) (logEvent, bool) {
 	default:
 		return logEvent{}, false
 	}
-	ev := logEvent{at: at, msg: msg}
+	ev := logEvent{at: at, msg: msg, text: f[3]}
 	if p := policyRe.FindStringSubmatch(f[3]); p != nil {
 		ev.policy = unquote(p[1])
 	}
