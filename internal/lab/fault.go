@@ -17,10 +17,6 @@ const (
 	FaultPartition = "partition"
 )
 
-// FaultComponents are the components of lab kill, in the order its help
-// lists them.
-var FaultComponents = []string{FaultAPIServer, FaultEtcd, FaultController, FaultHandler, FaultNode}
-
 // Fault is one fault injected into a running lab.
 type Fault struct {
 	Component string `json:"component"`

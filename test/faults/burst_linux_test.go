@@ -26,8 +26,8 @@ const (
 )
 
 // TestBurst: 200 policies created within 10 s on 5 nodes (40 each), each a
-// bridge of its own: all converge, every node applies each once. Runs
-// after TestFaults (go test runs tests in source order, file by file).
+// bridge of its own: all converge, every node applies each once. It
+// starts from a reset and leaves one, like every case of TestFaults.
 func TestBurst(t *testing.T) {
 	ctx := t.Context()
 	if err := s.reset(ctx); err != nil {
