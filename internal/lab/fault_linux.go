@@ -129,10 +129,15 @@ func (s *supervisor) killProcs(res *FaultResult, names ...string) error {
 		if err != nil {
 			return fmt.Errorf("lab kill: %w", err)
 		}
-		res.PIDs = append(res.PIDs, pid)
+		if pid > 0 {
+			res.PIDs = append(res.PIDs, pid)
+		}
 		targets = append(targets, p.name)
 	}
 	res.Target = strings.Join(targets, ", ")
+	if len(res.PIDs) == 0 && res.For == 0 {
+		return fmt.Errorf("lab kill: %s not running", res.Target)
+	}
 	return nil
 }
 

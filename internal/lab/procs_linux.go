@@ -172,14 +172,15 @@ type proc struct {
 }
 
 // kill SIGKILLs the running process, as a crash would end it, and keeps
-// it from being restarted for hold; it returns the PID it killed.
+// it from being restarted for hold; it returns the PID it killed, 0 when
+// none was running (between two restarts: it is held down all the same).
 func (p *proc) kill(hold time.Duration) (int, error) {
 	p.mu.Lock()
 	pid := p.pid
 	p.heldUntil = time.Now().Add(hold)
 	p.mu.Unlock()
 	if pid <= 0 {
-		return 0, fmt.Errorf("%s is not running", p.name)
+		return 0, nil
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return 0, fmt.Errorf("killing %s (pid %d): %w", p.name, pid, err)
@@ -280,6 +281,14 @@ func (p *proc) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(max(backoff, p.held())):
+		}
+		// A hold set during the back-off counts too.
+		for d := p.held(); d > 0; d = p.held() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(d):
+			}
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
