@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all setup build web test-web test-ui generate verify-generated test test-unit test-kernel test-kernel-e2e test-e2e test-container test-kubelet demo bench clean
+.PHONY: all setup build web test-web test-ui generate verify-generated test test-unit test-kernel test-kernel-e2e test-e2e test-container test-kubelet test-faults demo bench clean
 
 all: build
 
@@ -74,6 +74,9 @@ test-kubelet: setup build images ## the e2e suite (as inside a container), the r
 	$(GO) test -count=1 -timeout 15m ./test/cluster/ -run 'TestRollback|TestBrokenDefaultRoute|TestSecondHandlerWaitsForNodeLock|TestPendingCheckpoint' -args -cluster.kubelet -cluster.knmstate=$(CURDIR)/bin/knmstate -cluster.images=$(CURDIR)/bin/images
 	$(GO) test -count=1 -tags kubelet -timeout 20m ./test/operator/ -args -operator.knmstate=$(CURDIR)/bin/knmstate -operator.images=$(CURDIR)/bin/images
 	$(GO) test -count=1 -tags kubelet -timeout 15m ./test/openshift/ -args -openshift.knmstate=$(CURDIR)/bin/knmstate -openshift.images=$(CURDIR)/bin/images
+
+test-faults: setup build images ## the fault suite on a 5-node kubelet lab: control plane, controller leader, handlers and nodes killed, a node cut off, a burst of policies, mid-rollout (docs/reliability.md)
+	$(GO) test -count=1 -tags kubelet -timeout 40m -v -run 'TestFaults|TestBurst' ./test/faults/ -args -faults.knmstate=$(CURDIR)/bin/knmstate -faults.images=$(CURDIR)/bin/images
 
 # The lab and e2e packages run once in make test: inside a container
 # (private mount namespace, fresh /run), the stricter place, not also bare.

@@ -37,7 +37,7 @@ kube-apiserver inside a switch network namespace, nodes as network
 namespaces with NICs on the switch, a handler per node and the controller.
 Needs root. Several labs coexist when their --name and --dir differ.`,
 	}
-	root.AddCommand(newLabUpCmd(), newLabRunCmd(), newLabDownCmd(), newLabStatusCmd(), newLabExecCmd(), newLabRebootCmd(), newLabNodeInitCmd(), newLabGuestCmd())
+	root.AddCommand(newLabUpCmd(), newLabRunCmd(), newLabDownCmd(), newLabStatusCmd(), newLabExecCmd(), newLabRebootCmd(), newLabKillCmd(), newLabPartitionCmd(), newLabNodeInitCmd(), newLabGuestCmd())
 	return root
 }
 
@@ -302,6 +302,92 @@ Default mode only.`,
 	sel.register(cmd)
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the enactments")
 	return cmd
+}
+
+func newLabKillCmd() *cobra.Command {
+	var sel labSelect
+	var hold time.Duration
+	cmd := &cobra.Command{
+		Use:   "kill COMPONENT [NODE]",
+		Short: "SIGKILL a lab component: apiserver, etcd, controller (the leader), handler NODE, node NODE",
+		Long: `Kills a component of a running lab as a crash would (SIGKILL), for fault
+tests and to watch knmstate recover (docs/reliability.md):
+
+  apiserver, etcd   the control plane's process; back at once, or after --for
+  controller        the leading controller (kubelet mode: the pod holding the
+                    leader Lease; the other replica takes over)
+  handler NODE      the node's handler process (kubelet mode: its pod's
+                    container; the kubelet restarts it)
+  node NODE         kubelet mode: the node's init, and with it its kubelet,
+                    containerd and every pod, and its node runtime; default
+                    mode: its handler and node runtime. Its network namespace
+                    and what is configured there stay, as on a hung machine
+
+With --for the component stays down that long (a pod's restarted containers
+are killed again) and then comes back.`,
+		Example: `  knmstate lab kill apiserver --for 30s
+  knmstate lab kill handler node03`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := sel.resolve()
+			if err != nil {
+				return err
+			}
+			f := lab.Fault{Component: args[0], For: lab.Duration(hold)}
+			if len(args) == 2 {
+				f.Node = args[1]
+			}
+			return injectFault(cmd, dir, f)
+		},
+	}
+	sel.register(cmd)
+	cmd.Flags().DurationVar(&hold, "for", 0, "keep the component down this long, then bring it back")
+	return cmd
+}
+
+func newLabPartitionCmd() *cobra.Command {
+	var sel labSelect
+	var hold time.Duration
+	cmd := &cobra.Command{
+		Use:   "partition NODE --for DURATION",
+		Short: "Cut a node off from the API server for a while",
+		Long: `Drops the node's traffic to the API server (192.0.2.1:6443, also what the
+kubernetes Service's ClusterIP leads to) with an nftables table in the
+node's own network namespace, never this machine's, and removes it after
+--for. Everything else of the node keeps working.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := sel.resolve()
+			if err != nil {
+				return err
+			}
+			return injectFault(cmd, dir, lab.Fault{Component: lab.FaultPartition, Node: args[0], For: lab.Duration(hold)})
+		},
+	}
+	sel.register(cmd)
+	cmd.Flags().DurationVar(&hold, "for", 0, "how long the node stays cut off (required)")
+	return cmd
+}
+
+func injectFault(cmd *cobra.Command, dir string, f lab.Fault) error {
+	res, err := lab.Inject(cmd.Context(), dir, f)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	verb := "killed"
+	if f.Component == lab.FaultPartition {
+		verb = "cut off"
+	}
+	fmt.Fprintf(out, "%s %s at %s", verb, res.Target, res.At.Format(time.RFC3339Nano))
+	if len(res.PIDs) > 0 {
+		fmt.Fprintf(out, " (pids %v)", res.PIDs)
+	}
+	fmt.Fprintln(out)
+	if f.For > 0 {
+		fmt.Fprintf(out, "back after %v\n", time.Duration(f.For))
+	}
+	return nil
 }
 
 func registerFirstBootFlag(cmd *cobra.Command, opts *lab.Options) {

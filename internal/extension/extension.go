@@ -34,7 +34,18 @@ const (
 	// AfterAnnotation names policies (comma-separated) that must be
 	// Available on a node before this one is applied there.
 	AfterAnnotation = Prefix + "after"
+	// TestPauseAnnotation (a Go duration, at most MaxTestPause) is for
+	// fault tests only: after each apply of the policy, before the probes,
+	// the handler waits this long with the change applied and not yet
+	// committed, and logs that it does, so a test can kill, cut off or
+	// restart something at that moment (docs/reliability.md). A policy
+	// without it is applied exactly as before.
+	TestPauseAnnotation = Prefix + "test-pause-before-probes"
 )
+
+// MaxTestPause bounds TestPauseAnnotation: the pause counts against the
+// checkpoint's automatic rollback deadline.
+const MaxTestPause = time.Minute
 
 // RevertFinalizer holds a policy with RevertOnDeleteAnnotation until every
 // node has reverted it or said why it could not (the controller adds and
@@ -62,7 +73,7 @@ const (
 
 // known are the annotations a policy may carry in Prefix; any other name
 // there is a typo that would silently do nothing, so it is refused.
-var known = []string{AfterAnnotation, DryRunAnnotation, EnforceAnnotation, PoolAnnotation, PoolAddressesAnnotation, ProbesAnnotation, RevertOnDeleteAnnotation}
+var known = []string{AfterAnnotation, DryRunAnnotation, EnforceAnnotation, PoolAnnotation, PoolAddressesAnnotation, ProbesAnnotation, RevertOnDeleteAnnotation, TestPauseAnnotation}
 
 // DryRunCondition is the condition type (on enactments and policies) that
 // is True while a dry run is reported; DryRunReason its reason.
@@ -106,6 +117,8 @@ type Probes struct {
 	DNSHost string
 	// PingTarget, when valid, is pinged instead of the default gateway.
 	PingTarget netip.Addr
+	// TestPause is TestPauseAnnotation: the wait between apply and probes.
+	TestPause time.Duration
 }
 
 // probeNames are the probes a policy can name, in upstream's order.
@@ -160,6 +173,17 @@ func Parse(annotations map[string]string) (Settings, field.ErrorList) {
 		p, perrs := ParseProbes(annotationPath(ProbesAnnotation), v)
 		s.Probes = p
 		errs = append(errs, perrs...)
+	}
+	if v, ok := annotations[TestPauseAnnotation]; ok {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(annotationPath(TestPauseAnnotation), v, "expected a Go duration such as 3s"))
+		case d <= 0 || d > MaxTestPause:
+			errs = append(errs, field.Invalid(annotationPath(TestPauseAnnotation), v, fmt.Sprintf("must be more than 0 and at most %v", MaxTestPause)))
+		default:
+			s.Probes.TestPause = d
+		}
 	}
 	return s, errs
 }

@@ -25,7 +25,12 @@ func TestParse(t *testing.T) {
 		{name: "dry run: bad value", in: map[string]string{DryRunAnnotation: "yes"},
 			errs: []string{`metadata.annotations[knmstate.io/dry-run]: Invalid value: "yes": must be "true" or "false"`}},
 		{name: "misspelt knmstate annotation", in: map[string]string{"knmstate.io/dryrun": "true"},
-			errs: []string{`metadata.annotations[knmstate.io/dryrun]: Unsupported value: "knmstate.io/dryrun": supported values: "knmstate.io/after", "knmstate.io/dry-run", "knmstate.io/enforce", "knmstate.io/ipv4-pool", "knmstate.io/ipv4-pool-addresses", "knmstate.io/probes", "knmstate.io/revert-on-delete"`}},
+			errs: []string{`metadata.annotations[knmstate.io/dryrun]: Unsupported value: "knmstate.io/dryrun": supported values: "knmstate.io/after", "knmstate.io/dry-run", "knmstate.io/enforce", "knmstate.io/ipv4-pool", "knmstate.io/ipv4-pool-addresses", "knmstate.io/probes", "knmstate.io/revert-on-delete", "knmstate.io/test-pause-before-probes"`}},
+		{name: "test pause", in: map[string]string{TestPauseAnnotation: "3s"}, want: Settings{Probes: Probes{TestPause: 3 * time.Second}}},
+		{name: "test pause: bad values", in: map[string]string{TestPauseAnnotation: "2h"},
+			errs: []string{`metadata.annotations[knmstate.io/test-pause-before-probes]: Invalid value: "2h": must be more than 0 and at most 1m0s`}},
+		{name: "test pause: not a duration", in: map[string]string{TestPauseAnnotation: "3"},
+			errs: []string{`metadata.annotations[knmstate.io/test-pause-before-probes]: Invalid value: "3": expected a Go duration such as 3s`}},
 		{name: "after", in: map[string]string{AfterAnnotation: "bond0-policy, vlans,bond0-policy"}, want: Settings{After: []string{"bond0-policy", "vlans"}}},
 		{name: "after: bad names", in: map[string]string{AfterAnnotation: "a,,B_x"},
 			errs: []string{

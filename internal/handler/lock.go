@@ -71,15 +71,32 @@ func (l *LockOptions) validate() error {
 	return errors.Join(errs...)
 }
 
-// ErrLockLost is returned when the handler could not renew its node lock:
-// another handler may own the node now, so this one stops.
+// ErrLockLost ends a term of the handler that could not renew its node
+// lock: another handler may own the node now, so this one stops working.
 var ErrLockLost = errors.New("lost the node lock")
 
 // runLocked runs the handler (run) while holding the node's Lease. Until
 // the Lease is held nothing else runs: no NodeNetworkState, no enactment,
-// no ready file. The Lease is released when ctx ends; losing it stops the
-// handler with ErrLockLost.
+// no ready file. The Lease is released when ctx ends. Losing it stops the
+// handler's work (ErrLockLost) and it campaigns again, in this process:
+// a renewal fails whenever the node cannot reach the API server for the
+// renew deadline (an API server restart, a partition, a policy whose
+// probes run on a network it broke), and exiting instead made the kubelet
+// restart the pod with a growing back-off, up to five minutes during
+// which the node did nothing at all (test/faults).
 func runLocked(ctx context.Context, opts Options) error {
+	for {
+		err := runTerm(ctx, opts)
+		if !errors.Is(err, ErrLockLost) || ctx.Err() != nil {
+			return err
+		}
+		opts.Log.Info("lost the node lock: stopped, waiting to take it again", "node", opts.Node)
+	}
+}
+
+// runTerm is one term of the handler: it waits for the node lock and
+// runs the handler while it holds it.
+func runTerm(ctx context.Context, opts Options) error {
 	l := opts.Lock
 	cs, err := kubernetes.NewForConfig(apiConfig(opts))
 	if err != nil {

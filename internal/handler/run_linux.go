@@ -129,6 +129,11 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("handler %s: API client: %w", opts.Node, err)
 	}
+	if opts.NetNS == "" {
+		if err := checkNodeNetwork(ctx, c, node, opts.Node); err != nil {
+			return fmt.Errorf("handler %s: %w", opts.Node, err)
+		}
+	}
 	if opts.Instruments == nil {
 		if opts.Instruments, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
 			return fmt.Errorf("handler %s: %w", opts.Node, err)

@@ -133,6 +133,8 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp e
 	if pt := checkpointTimeout(po); pt > timeout {
 		timeout = pt
 	}
+	// A fault test's pause must not eat the probes' share of the deadline.
+	timeout += pp.TestPause
 	var selected []probe.Probe
 	if !t.noProbes {
 		all := pp.Select(po.All())
@@ -173,6 +175,15 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp e
 	success := txOutcome{result: metrics.ApplySuccess}
 	if res.Checkpoint == "" {
 		return success, nil // nothing to apply
+	}
+	if pp.TestPause > 0 {
+		// Fault tests act on this line: the change is applied, the
+		// checkpoint pending, nothing committed.
+		t.log.Info("pausing before the probes (knmstate.io/test-pause-before-probes)", "checkpoint", res.Checkpoint, "pause", pp.TestPause)
+		select {
+		case <-ctx.Done():
+		case <-time.After(pp.TestPause):
+		}
 	}
 	err = probe.Run(ctx, selected, po.Interval)
 	if err == nil && record != nil {

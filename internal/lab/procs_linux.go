@@ -167,6 +167,32 @@ type proc struct {
 	status   string
 	restarts int
 	stopped  chan struct{}
+	// heldUntil keeps the process down after it exits (lab kill --for).
+	heldUntil time.Time
+}
+
+// kill SIGKILLs the running process, as a crash would end it, and keeps
+// it from being restarted for hold; it returns the PID it killed, 0 when
+// none was running (between two restarts: it is held down all the same).
+func (p *proc) kill(hold time.Duration) (int, error) {
+	p.mu.Lock()
+	pid := p.pid
+	p.heldUntil = time.Now().Add(hold)
+	p.mu.Unlock()
+	if pid <= 0 {
+		return 0, nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return 0, fmt.Errorf("killing %s (pid %d): %w", p.name, pid, err)
+	}
+	return pid, nil
+}
+
+// held is how long the process must stay down yet.
+func (p *proc) held() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Until(p.heldUntil)
 }
 
 func (p *proc) snapshot() Process {
@@ -249,10 +275,20 @@ func (p *proc) run(ctx context.Context) {
 			<-ctx.Done()
 			return
 		}
+		// A kill with a hold keeps it down that long; the back-off then
+		// starts from where a crash would have left it.
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(max(backoff, p.held())):
+		}
+		// A hold set during the back-off counts too.
+		for d := p.held(); d > 0; d = p.held() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(d):
+			}
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}

@@ -130,6 +130,7 @@ func (s *supervisor) serveControl(ctx context.Context) (stop func(), err error) 
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST /fault", s.serveFault)
 	mux.HandleFunc("POST /reboot/{node}", func(w http.ResponseWriter, r *http.Request) {
 		// The lab's context, not the request's: a client that goes away
 		// must not leave the node half rebooted.

@@ -80,6 +80,10 @@ type supervisor struct {
 	rebootMu sync.Mutex
 	// handlerHelp is `knmstate handler --help`: the flags it has.
 	handlerHelp string
+	// env is the control plane (lab kill apiserver, etcd); faultMu
+	// serialises faults of the control plane.
+	env     *testenv.Env
+	faultMu sync.Mutex
 }
 
 // start runs p under the supervisor until the lab stops.
@@ -290,6 +294,7 @@ func (s *supervisor) build(ctx context.Context, begin time.Time, teardown *[]fun
 			if r.err != nil {
 				return r.err
 			}
+			s.env = env
 			*teardown = append(*teardown, func() {
 				if err := env.Stop(); err != nil {
 					s.log.Error("stop control plane", "err", err)

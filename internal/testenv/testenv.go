@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -118,15 +119,19 @@ type Env struct {
 	// StartupDuration is the time from Start to a ready, installed API.
 	StartupDuration time.Duration
 
-	ca        *authority
-	opts      Options
-	host      string
-	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
-	hosts     []string
+	ca    *authority
+	opts  Options
+	host  string
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	hosts []string
+	// mu guards etcd and apiserver, which Kill and Restart replace.
+	mu        sync.Mutex
 	etcd      *child
 	apiserver *child
 	guard     *guard
 	spawner   *spawner
+	// etcdURL is etcd's client URL (its health check after a restart).
+	etcdURL string
 }
 
 // Start starts etcd and kube-apiserver and waits until the API is ready with
@@ -240,6 +245,7 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 	// kube-apiserver gives up on an unreachable etcd after a fixed storage
 	// timeout; on a loaded machine etcd can take longer than that to
 	// listen, so start the API server only once etcd answers.
+	e.etcdURL = etcdClient
 	if err := e.waitEtcd(ctx, etcdClient); err != nil {
 		return nil, err
 	}
@@ -480,7 +486,13 @@ func (e *Env) UserConfig(user string, groups ...string) (*rest.Config, error) {
 // spawn starts one child process whose output goes to Dir/<name>.log and
 // which the kernel kills if this process dies.
 func (e *Env) spawn(name, bin string, args ...string) (*child, error) {
-	log, err := os.Create(filepath.Join(e.Dir, name+".log"))
+	return e.spawnLog(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, bin, args...)
+}
+
+// spawnLog is spawn with the log file opened with flag (a restart
+// appends to the log of the run it replaces).
+func (e *Env) spawnLog(name string, flag int, bin string, args ...string) (*child, error) {
+	log, err := os.OpenFile(filepath.Join(e.Dir, name+".log"), flag, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s log: %w", name, err)
 	}
@@ -499,7 +511,7 @@ func (e *Env) spawn(name, bin string, args ...string) (*child, error) {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	log.Close()
-	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
+	c := &child{name: name, bin: bin, args: args, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(c.done)
@@ -515,6 +527,9 @@ func (e *Env) spawn(name, bin string, args ...string) (*child, error) {
 // reaped.
 type child struct {
 	name string
+	// bin and args start it again (Restart).
+	bin  string
+	args []string
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -546,7 +561,7 @@ func (e *Env) waitEtcd(ctx context.Context, url string) error {
 	defer cancel()
 	var last error
 	for {
-		if e.etcd.exited() {
+		if etcd, _ := e.children(); etcd.exited() {
 			tail := e.logTail()
 			if strings.Contains(tail, "address already in use") {
 				return fmt.Errorf("etcd exited during start-up: %w%s", errPortTaken, tail)
@@ -583,7 +598,8 @@ func (e *Env) waitReady(ctx context.Context) error {
 	defer cancel()
 	var last error
 	for {
-		for _, c := range []*child{e.etcd, e.apiserver} {
+		etcd, apiserver := e.children()
+		for _, c := range []*child{etcd, apiserver} {
 			if c.exited() {
 				tail := e.logTail()
 				if strings.Contains(tail, "address already in use") {
@@ -643,6 +659,8 @@ func (e *Env) CAData() []byte { return e.ca.certPEM }
 
 // PIDs returns the process IDs of the control plane's children.
 func (e *Env) PIDs() []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var pids []int
 	for _, c := range []*child{e.apiserver, e.etcd} {
 		if c != nil {
@@ -659,11 +677,13 @@ func (e *Env) Stop() error {
 	// The API server first, so it does not log etcd errors while dying;
 	// SIGKILL because nothing of a throw-away control plane is worth a
 	// graceful shutdown.
+	e.mu.Lock()
 	for _, c := range []*child{e.apiserver, e.etcd} {
 		if c != nil {
 			c.kill()
 		}
 	}
+	e.mu.Unlock()
 	if e.spawner != nil {
 		e.spawner.close()
 		e.spawner = nil
