@@ -37,14 +37,7 @@ func (s *Switch) startLLDP(ctx context.Context) error {
 		return err
 	}
 	defer log.Close()
-	// -O: an empty configuration of its own, not this machine's
-	// /etc/lldpd.conf and /etc/lldpd.d (lldpd runs lldpcli on them at
-	// start, then resumes; resumed below too, explicitly).
-	conf := filepath.Join(dir, "lldpd.conf")
-	if err := os.WriteFile(conf, nil, 0o644); err != nil {
-		return err
-	}
-	cmd := exec.Command(lldpdPath, "-d", "-u", sock, "-I", "n*", "-O", conf)
+	cmd := exec.Command(lldpdPath, "-d", "-u", sock, "-I", "n*")
 	cmd.Stdout, cmd.Stderr = log, log
 	release, err := s.NS.startKeptThread(cmd)
 	if err != nil {
@@ -84,19 +77,5 @@ func (s *Switch) startLLDP(ctx context.Context) error {
 			return fmt.Errorf("lldpd did not answer: %w", err)
 		}
 	}
-	if err := lldpcli("configure", "lldp", "tx-interval", "5"); err != nil {
-		return err
-	}
-	// lldpd starts paused until the lldpcli it runs itself has read the
-	// configuration; should that one fail, the switch would never speak.
-	return lldpcli("resume")
-}
-
-// LLDPLog is lldpd's log, for a failing test to show.
-func (s *Switch) LLDPLog() string {
-	if s.lldpDir == "" {
-		return ""
-	}
-	b, _ := os.ReadFile(filepath.Join(s.lldpDir, "lldpd.log"))
-	return string(b)
+	return lldpcli("configure", "lldp", "tx-interval", "5")
 }
