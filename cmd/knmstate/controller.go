@@ -31,7 +31,11 @@ func newControllerCmd() *cobra.Command {
 		Long: `Run the cluster controller: the single writer of policy status, which
 hands out rollout permits (at most maxUnavailable nodes apply a policy at a
 time) and collects enactments whose policy or node is gone. Run several
-replicas with --leader-elect; only the holder of the Lease acts.`,
+replicas with --leader-elect; only the holder of the Lease acts. A replica
+that loses the Lease (an API server outage longer than --renew-deadline)
+stops acting and campaigns again; one that finds the API server down, or
+not serving the CRDs yet, waits for it (1 s doubling to 30 s between
+attempts). Metrics and health are served all along.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Validate(); err != nil {

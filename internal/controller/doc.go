@@ -1,6 +1,7 @@
 // Package controller is the cluster controller of knmstate (`knmstate
 // controller`): one active instance per cluster (leader election with a
-// Lease) runs five reconcilers keyed by policy name, one concern each:
+// Lease; a term of the replica holding it is one fresh manager, term.go)
+// runs five reconcilers keyed by policy name, one concern each:
 //
 //   - status: the single writer of NodeNetworkConfigurationPolicy status,
 //     aggregated from the policy's enactments (rollout.PolicyStatus);

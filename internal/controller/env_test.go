@@ -48,9 +48,11 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.RunMain(m, &env))
 }
 
-// cluster is the shared control plane with deploy/rbac installed, and
-// clients for the admin and the handler identity.
+// cluster is a control plane (the shared one, or a test's own) with
+// deploy/rbac installed, and clients for the admin and the handler
+// identity.
 type cluster struct {
+	env   *testenv.Env
 	admin client.WithWatch
 	// handlers are clients acting as the handler of a node: its
 	// ServiceAccount with a token bound to a pod on that node (the admin
@@ -65,7 +67,7 @@ func (c *cluster) handlerOf(node string) client.Client {
 	if h, ok := c.handlers.Load(node); ok {
 		return h.(client.Client)
 	}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(c.env.Config)
 	cfg.UserAgent = "fake-handler"
 	cfg.Impersonate = rest.ImpersonationConfig{
 		UserName: rbac.UserName(rbac.HandlerServiceAccount),
@@ -88,19 +90,40 @@ var (
 
 func getCluster(t *testing.T) *cluster {
 	t.Helper()
-	clusterOnce.Do(func() { clusterVal, clusterErr = newCluster(context.Background()) })
+	clusterOnce.Do(func() { clusterVal, clusterErr = newCluster(context.Background(), env) })
 	if clusterErr != nil {
 		t.Fatal(clusterErr)
 	}
 	return clusterVal
 }
 
-func newCluster(ctx context.Context) (*cluster, error) {
+// ownCluster starts a control plane of the test's own, for tests that
+// stop its API server or start without the CRDs (opts.SkipInstall), and
+// stops it when the test ends.
+func ownCluster(t *testing.T, opts testenv.Options) *cluster {
+	t.Helper()
+	e, err := testenv.Start(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	c, err := newCluster(t.Context(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newCluster(ctx context.Context, e *testenv.Env) (*cluster, error) {
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
 	}
-	admin, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	admin, err := client.NewWithWatch(e.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +157,7 @@ func newCluster(ctx context.Context) (*cluster, error) {
 			}
 		}
 	}
-	return &cluster{admin: admin, scheme: scheme}, nil
+	return &cluster{env: e, admin: admin, scheme: scheme}, nil
 }
 
 // requestCounter counts the API requests of one client by verb and
@@ -210,9 +233,9 @@ func resourceOf(path string) string {
 // controllerConfig returns a client configuration with the controller's
 // ServiceAccount identity (so deploy/rbac is what allows its requests), a
 // distinct user agent (its field manager name) and a request counter.
-func controllerConfig(t *testing.T, agent string) (*rest.Config, *requestCounter) {
+func (c *cluster) controllerConfig(t *testing.T, agent string) (*rest.Config, *requestCounter) {
 	t.Helper()
-	cfg, err := env.UserConfig(rbac.UserName(rbac.ControllerServiceAccount), rbac.Groups()...)
+	cfg, err := c.env.UserConfig(rbac.UserName(rbac.ControllerServiceAccount), rbac.Groups()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +248,7 @@ func controllerConfig(t *testing.T, agent string) (*rest.Config, *requestCounter
 // startController runs a controller until the test ends.
 func startController(t *testing.T, agent string, opts Options) *requestCounter {
 	t.Helper()
-	cfg, counter := controllerConfig(t, agent)
+	cfg, counter := getCluster(t).controllerConfig(t, agent)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	t.Cleanup(func() {
@@ -255,7 +278,13 @@ const groupLabel = "test.knmstate.io/group"
 
 func newFixture(t *testing.T, group string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, c: getCluster(t), group: group, ctx: t.Context()}
+	return newFixtureOn(t, getCluster(t), group)
+}
+
+// newFixtureOn is newFixture on cluster c.
+func newFixtureOn(t *testing.T, c *cluster, group string) *fixture {
+	t.Helper()
+	f := &fixture{t: t, c: c, group: group, ctx: t.Context()}
 	t.Cleanup(func() {
 		ctx := context.Background()
 		var policies nmstatev1.NodeNetworkConfigurationPolicyList

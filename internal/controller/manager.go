@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
@@ -49,7 +52,8 @@ func withRateLimit(cfg *rest.Config) *rest.Config {
 // default; Validate reports bad combinations.
 type Options struct {
 	// LeaderElect makes the instance take a Lease before acting, so that
-	// only one of several replicas writes.
+	// only one of several replicas writes. A replica that loses the Lease
+	// stops acting and campaigns again (Run).
 	LeaderElect bool
 	// LeaderElectionNamespace and LeaderElectionID name the Lease; defaults
 	// "nmstate" and "knmstate-controller" (deploy/rbac grants exactly that
@@ -80,6 +84,15 @@ type Options struct {
 	// endpoint serves). Tests of several replicas in one process give each
 	// its own.
 	gaugeRegistry prometheus.Registerer
+	// identity names this replica in the Lease; default the host name
+	// (the pod's name) and a random suffix, as controller-runtime's. It
+	// stays the same for every term of the process, so a replica that lost
+	// the Lease to an outage takes it back at once.
+	identity string
+	// onTerm, when set, is told that term n starts (leading, just before
+	// its manager starts) and that it has ended (once its manager has
+	// stopped): tests learn which replica acts, and when.
+	onTerm func(n int, leading bool)
 }
 
 func (o *Options) defaults() {
@@ -116,6 +129,13 @@ func (o *Options) defaults() {
 	if o.gaugeRegistry == nil {
 		o.gaugeRegistry = ctrlmetrics.Registry
 	}
+	if o.identity == "" {
+		host, _ := os.Hostname() // a name only helps a person reading the Lease
+		o.identity = host + "_" + string(uuid.NewUUID())
+	}
+	if o.onTerm == nil {
+		o.onTerm = func(int, bool) {}
+	}
 }
 
 // Validate reports option values that cannot work.
@@ -147,45 +167,37 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// NewManager builds the controller's manager with its five reconcilers;
-// Start runs it. Run is NewManager plus Start.
-func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
-	if err := opts.Validate(); err != nil {
-		return nil, fmt.Errorf("controller options: %w", err)
-	}
-	opts.defaults()
-	cfg = withRateLimit(cfg)
+// newManager builds the manager of one term: the five reconcilers and the
+// leader's gauges. It has no leader election, metrics or health endpoint
+// of its own: Run serves those for the whole process and takes the Lease
+// before it starts a term's manager, so a manager only ever runs while
+// its replica holds the Lease. opts must have its defaults.
+func newManager(cfg *rest.Config, opts Options, m *metrics.Controller) (manager.Manager, error) {
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
 	}
 	skip := true
+	// Run waits for a stopped term's manager to end before it campaigns
+	// again, so that two terms never write at once; it bounds that wait
+	// itself (termStopTimeout).
+	waitForAll := time.Duration(-1)
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Scheme:                        scheme,
-		Logger:                        opts.Logger,
-		LeaderElection:                opts.LeaderElect,
-		LeaderElectionResourceLock:    "leases",
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &opts.LeaseDuration,
-		RenewDeadline:                 &opts.RenewDeadline,
-		RetryPeriod:                   &opts.RetryPeriod,
-		Metrics:                       opts.Metrics.Server(),
-		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		Scheme:                  scheme,
+		Logger:                  opts.Logger,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		GracefulShutdownTimeout: &waitForAll,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&v1beta1.NodeNetworkState{}: {Transform: reduceNodeNetworkState},
 		}},
-		// Controller names only have to be unique for metrics; tests run
-		// several instances in one process.
+		// Controller names only have to be unique for metrics; every term
+		// registers the same five, and tests run several instances in one
+		// process.
 		Controller: config.Controller{SkipNameValidation: &skip},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
-	}
-	m, err := metrics.NewController(ctrlmetrics.Registry)
-	if err != nil {
-		return nil, fmt.Errorf("controller metrics: %w", err)
 	}
 	if err := setup(context.Background(), mgr, opts, m); err != nil {
 		return nil, err
@@ -196,14 +208,46 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// Run runs the controller until ctx ends.
+// Run runs the controller until ctx ends. Its metrics and health
+// endpoints serve for the whole process, whether or not this replica
+// leads; the reconcilers run in terms (runTerms): with leader election
+// only while the replica holds the Lease, a fresh manager each time.
+// Losing the Lease, an API server that is down or does not serve the CRDs
+// yet do not end Run; bad options and an endpoint that cannot serve do.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
-	mgr, err := NewManager(cfg, opts)
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("controller options: %w", err)
+	}
+	opts.defaults()
+	cfg = withRateLimit(cfg)
+	// One HTTP client for the endpoints, the elections and the API checks
+	// of every term (a term's manager builds its own: controller-runtime
+	// 0.24's manager takes none).
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("controller: api client: %w", err)
+	}
+	m, err := metrics.NewController(ctrlmetrics.Registry)
+	if err != nil {
+		return fmt.Errorf("controller metrics: %w", err)
+	}
+	parent := ctx
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	endpoints, err := serveEndpoints(ctx, stop, cfg, hc, opts)
 	if err != nil {
 		return err
 	}
-	if err := mgr.Start(ctx); err != nil {
+	defer func() {
+		stop(nil)
+		<-endpoints
+	}()
+	if err := runTerms(ctx, cfg, hc, opts, m); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
-	return nil
+	if parent.Err() != nil {
+		return nil
+	}
+	// An endpoint stopped serving.
+	return fmt.Errorf("controller: %w", context.Cause(ctx))
 }

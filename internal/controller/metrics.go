@@ -97,9 +97,9 @@ func (c *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 // serveGauges adds to mgr a runnable that, once this instance leads,
 // waits for the cache to hold policies, enactments and node network
 // states, registers the gauge collector with reg, and unregisters it when
-// the instance stops. A leader that loses its Lease exits (controller-
-// runtime), so a former leader never serves stale series; a follower
-// serves none.
+// the term's manager stops. A leader that loses its Lease stops its term
+// (Run), so a former leader never serves stale series; a follower, which
+// runs no manager, serves none.
 func serveGauges(mgr manager.Manager, reg prometheus.Registerer, log logr.Logger) error {
 	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		for _, o := range []client.Object{

@@ -183,7 +183,7 @@ func TestHandlerCannotGrantItselfAPermit(t *testing.T) {
 	if err := patch(f.c.handlerOf(nodes[0]), "example.com/other", "x"); err != nil {
 		t.Errorf("other annotation by the handler: %v", err)
 	}
-	ctrlCfg, _ := controllerConfig(t, "knmstate-controller-guard")
+	ctrlCfg, _ := getCluster(t).controllerConfig(t, "knmstate-controller-guard")
 	ctrl, err := client.New(ctrlCfg, client.Options{Scheme: f.c.admin.Scheme()})
 	if err != nil {
 		t.Fatal(err)

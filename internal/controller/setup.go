@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -115,14 +114,6 @@ func setup(ctx context.Context, mgr manager.Manager, opts Options, m *metrics.Co
 			return nil
 		}); err != nil {
 			return fmt.Errorf("index enactments by %s: %w", label, err)
-		}
-	}
-	if opts.HealthProbeBindAddress != "0" {
-		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-			return fmt.Errorf("healthz: %w", err)
-		}
-		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-			return fmt.Errorf("readyz: %w", err)
 		}
 	}
 	rd := reader{client: mgr.GetClient(), config: opts.Rollout, clock: opts.Clock, metrics: m}

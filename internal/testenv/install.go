@@ -209,3 +209,14 @@ func poll(ctx context.Context, f func() error) error {
 		}
 	}
 }
+
+// Install creates the project's admission policy and CRDs in a control
+// plane started with Options.SkipInstall, and waits until they are served
+// and active, as Start does without it: tests of what runs before they
+// are.
+func (e *Env) Install(ctx context.Context) error {
+	if err := install(ctx, e.Config); err != nil {
+		return fmt.Errorf("install API: %w", err)
+	}
+	return nil
+}
