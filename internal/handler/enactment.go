@@ -380,9 +380,19 @@ func (r *PolicyReconciler) writeStatus(ctx context.Context, e *enactment, gen in
 	}
 	raw := client.RawPatch(patch.Type(), data)
 	backoff := wait.Backoff{Steps: 5, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1}
+	// retry.OnError turns an error that wraps context.Canceled into its
+	// last retriable error, nil on a first attempt: a write refused because
+	// the term ended (lost node lock) would pass for done, and the outcome
+	// of the apply it carried would be neither written nor kept. The
+	// attempt's own error is what counts.
+	var last error
 	err = retry.OnError(backoff, func(err error) bool { return !apierrors.IsNotFound(err) && ctx.Err() == nil }, func() error {
-		return r.client.Status().Patch(ctx, e, raw)
+		last = r.client.Status().Patch(ctx, e, raw)
+		return last
 	})
+	if err == nil {
+		err = last
+	}
 	if err != nil {
 		return fmt.Errorf("write status of enactment %s: %w", e.Name, err)
 	}
