@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -51,7 +52,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 
 	policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
 	if err := r.client.Get(ctx, req.NamespacedName, policy); apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.deleteEnactment(ctx, name)
+		return reconcile.Result{}, errors.Join(r.dropUnreported(req.Name), r.deleteEnactment(ctx, name))
 	} else if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
 	}
@@ -71,6 +72,25 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	gen := policy.Generation
+	// An earlier apply's outcome whose status write failed is told first.
+	if u, err := r.takeUnreported(req.Name); err != nil {
+		log.Info("a kept apply outcome is unreadable: dropped", "error", err.Error())
+	} else if u != nil {
+		// Told only while the enactment still shows that apply under way:
+		// a newer outcome (of this handler's next term, or of another
+		// handler on the node) is not overwritten by an older one.
+		if ph := phaseOf(&e.Status, gen); u.Generation == gen && (ph == phaseProgressing || ph == phaseRetrying) {
+			if err := r.writeStatus(ctx, e, gen, rendered{}, u.set); err != nil {
+				return reconcile.Result{}, err
+			}
+			log.Info("reported an apply outcome whose status write had failed", "generation", gen, "outcome", u.Outcome)
+		}
+		if err := r.dropUnreported(req.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+		// Again, from the enactment as now reported.
+		return reconcile.Result{Requeue: true}, nil
+	}
 	// The knmstate.io annotations are checked here too: a policy admitted
 	// without the webhook must not be applied with settings it misspelt.
 	ext, extErrs := extension.Parse(policy.Annotations)
@@ -204,19 +224,14 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 	if applyErr == nil {
 		r.setRetryWait(req.Name, time.Time{})
 		log.Info("applied", "generation", gen)
-		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			setEnactmentSuccess(&st.Conditions, now, successMessage(out))
-		})
+		return reconcile.Result{}, r.reportOutcome(ctx, e, req.Name, out, unreported{Generation: gen, Outcome: outcomeAvailable, Message: successMessage(out), At: now})
 	}
 	key := strconv.FormatInt(gen, 10)
 	n := e.Status.RetryCount[key] + 1
 	log.Info("apply failed", "generation", gen, "attempt", n, "error", applyErr.Error())
 	if n >= r.opts.MaxRetries {
 		r.setRetryWait(req.Name, time.Time{})
-		if err := r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			st.RetryCount[key] = n
-			setEnactmentFailedToConfigure(&st.Conditions, now, applyErr.Error())
-		}); err != nil {
+		if err := r.reportOutcome(ctx, e, req.Name, out, unreported{Generation: gen, Outcome: outcomeFailed, RetryCount: n, Message: applyErr.Error(), At: now}); err != nil {
 			return reconcile.Result{}, err
 		}
 		r.events.Eventf(policy, nil, corev1.EventTypeWarning, "ReconcileFailed", "Reconcile",
@@ -226,10 +241,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 	backoff := r.backoff(n)
 	r.setRetryWait(req.Name, now.Add(backoff))
 	msg := retryingMessage(name, r.opts.Node, applyErr, n, r.opts.MaxRetries)
-	if err := r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-		st.RetryCount[key] = n
-		setEnactmentRetrying(&st.Conditions, now, msg)
-	}); err != nil {
+	if err := r.reportOutcome(ctx, e, req.Name, out, unreported{Generation: gen, Outcome: outcomeRetrying, RetryCount: n, Message: msg, At: now}); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: backoff}, nil
@@ -380,9 +392,19 @@ func (r *PolicyReconciler) writeStatus(ctx context.Context, e *enactment, gen in
 	}
 	raw := client.RawPatch(patch.Type(), data)
 	backoff := wait.Backoff{Steps: 5, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1}
+	// retry.OnError turns an error that wraps context.Canceled into its
+	// last retriable error, nil on a first attempt: a write refused because
+	// the term ended (lost node lock) would pass for done, and the outcome
+	// of the apply it carried would be neither written nor kept. The
+	// attempt's own error is what counts.
+	var last error
 	err = retry.OnError(backoff, func(err error) bool { return !apierrors.IsNotFound(err) && ctx.Err() == nil }, func() error {
-		return r.client.Status().Patch(ctx, e, raw)
+		last = r.client.Status().Patch(ctx, e, raw)
+		return last
 	})
+	if err == nil {
+		err = last
+	}
 	if err != nil {
 		return fmt.Errorf("write status of enactment %s: %w", e.Name, err)
 	}

@@ -363,9 +363,12 @@ func TestFaults(t *testing.T) {
 		}
 		t.Logf("%s rolled back while cut off: %s", ev.node, strings.Join(failures, " | "))
 		// What the enactment says about it: the status write of the
-		// failure happens while cut off and is lost (docs/reliability.md,
-		// not covered yet); reported, not held.
+		// failure happens while cut off; the handler keeps the outcome
+		// and writes it once it reaches the API server again.
 		says := slices.ContainsFunc(hist, func(h string) bool { return strings.Contains(h, "probe") })
+		if !says {
+			t.Errorf("%s: after healing, the enactment never said why the apply made while cut off failed: %s", name, strings.Join(hist, " | "))
+		}
 		r.check(res.At.Add(partitionFor), conv, fmt.Sprintf(" node=%s enactment-says-why=%v", ev.node, says))
 	})
 }
