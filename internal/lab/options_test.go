@@ -79,21 +79,11 @@ func TestDefaults(t *testing.T) {
 // argument or path prefix, never by a longer directory sharing a prefix.
 func TestMentions(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command("/bin/sh", "-c", "sleep 30", "sh", dir+"-other", "--dir="+dir+"x")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitExec(t, cmd.Process.Pid)
+	cmd := startIdleShell(t, dir+"-other", "--dir="+dir+"x")
 	if mentions(cmd.Process.Pid, dir) {
 		t.Errorf("pid %d mentions %s: a sibling directory was taken for the lab's", cmd.Process.Pid, dir)
 	}
-	cmd2 := exec.Command("/bin/sh", "-c", "sleep 30", "sh", "--kubeconfig", dir+"/kubeconfig")
-	if err := cmd2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd2.Process.Kill(); _ = cmd2.Wait() })
-	waitExec(t, cmd2.Process.Pid)
+	cmd2 := startIdleShell(t, "--kubeconfig", dir+"/kubeconfig")
 	if !mentions(cmd2.Process.Pid, dir) {
 		t.Errorf("pid %d does not mention %s", cmd2.Process.Pid, dir)
 	}
@@ -110,13 +100,32 @@ func TestMentions(t *testing.T) {
 	}
 }
 
+// startIdleShell starts a shell with args as its arguments that waits on
+// its standard input. It waits with read, a builtin: a shell that ran a
+// command would fork, and the child shows the same arguments until it
+// execs, which made processesOf list two processes now and then.
+func startIdleShell(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", append([]string{"-c", "read x", "sh"}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = stdin.Close(); _ = cmd.Wait() })
+	waitExec(t, cmd.Process.Pid)
+	return cmd
+}
+
 // waitExec waits until pid runs its own program: between fork and exec its
 // command line is still the test binary's.
 func waitExec(t *testing.T, pid int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err == nil && strings.Contains(string(data), "sleep 30") {
+		if err == nil && strings.Contains(string(data), "read x") {
 			return
 		}
 	}
