@@ -278,6 +278,13 @@ Default mode only.`,
 			if err != nil {
 				return err
 			}
+			if d := time.Until(lab.RebootNotBefore(before)); len(before) > 0 && d > 0 {
+				select {
+				case <-cmd.Context().Done():
+					return cmd.Context().Err()
+				case <-time.After(d):
+				}
+			}
 			res, err := lab.Reboot(cmd.Context(), dir, node)
 			if err != nil {
 				return err

@@ -234,9 +234,26 @@ func availableSince(e *unstructured.Unstructured) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// RebootNotBefore is when a reboot may start for WaitAvailableAgain to
+// tell the enactments of before Available anew. Condition times have whole
+// seconds: a reboot begun in the second an enactment became Available
+// would take that Available, once any write changed the enactment (a
+// drift report), for the one after the reboot, before the policy was
+// applied again.
+func RebootNotBefore(before map[string]Enactment) time.Time {
+	var latest time.Time
+	for _, e := range before {
+		if e.Since.After(latest) {
+			latest = e.Since
+		}
+	}
+	return latest.Truncate(time.Second).Add(time.Second)
+}
+
 // WaitAvailableAgain waits until every enactment of before is Available
 // anew: written since (its version differs) and Available from since on
-// (API times have whole seconds). It returns when it saw that, polling
+// (API times have whole seconds; since no earlier than
+// RebootNotBefore(before)). It returns when it saw that, polling
 // every 200 ms, finer than the conditions' own whole seconds.
 func WaitAvailableAgain(ctx context.Context, kubeconfig, node string, before map[string]Enactment, since time.Time, timeout time.Duration) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)

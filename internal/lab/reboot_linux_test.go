@@ -134,3 +134,30 @@ func checkAddr(t *testing.T, nsName, ifname, addr string) {
 		t.Error(msg)
 	}
 }
+
+func TestRebootNotBefore(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name   string
+		before map[string]Enactment
+		want   time.Time
+	}{
+		{"none", nil, time.Time{}.Add(time.Second)},
+		{"the second after the latest Available", map[string]Enactment{
+			"n.a": {Since: at("2026-11-27T06:50:11Z")},
+			"n.b": {Since: at("2026-11-27T06:50:13Z")},
+		}, at("2026-11-27T06:50:14Z")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RebootNotBefore(tc.before); !got.Equal(tc.want) {
+				t.Errorf("RebootNotBefore = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
