@@ -80,7 +80,7 @@ test-faults: setup build images ## the fault suite on a 5-node kubelet lab: cont
 
 # The lab and e2e packages run once in make test: inside a container
 # (private mount namespace, fresh /run), the stricter place, not also bare.
-CONTAINER_PKGS = github.com/knmstate/knmstate/(pkg/nsrun|internal/labnet(/.*)?|internal/lab|test/e2e)
+CONTAINER_PKGS = github.com/knmstate/knmstate/(pkg/nsrun|internal/testbed/labnet(/.*)?|internal/testbed/lab|test/e2e)
 
 test-container: setup ## the lab and e2e packages as inside a container (private mount namespace, fresh /run); make test runs them only here
 	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./pkg/nsrun/ ./internal/labnet/... ./internal/lab/ ./test/e2e/

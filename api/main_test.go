@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 // env is the control plane every API test of this package shares; tests

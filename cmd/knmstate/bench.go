@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/knmstate/knmstate/internal/benchcmd"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/bench/benchcmd"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 // benchOptions are the flags of `knmstate bench`.

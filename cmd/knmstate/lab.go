@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/knmstate/knmstate/internal/lab"
-	"github.com/knmstate/knmstate/internal/nodeinit"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/lab/nodeinit"
 )
 
 // labSelect are the flags every lab subcommand takes to select a lab.

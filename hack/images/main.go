@@ -2,7 +2,7 @@
 // (internal/image): `make images` runs it on the static binaries of
 // `make build`. It is a build step, not something a cluster runs, so it is
 // a hack/ program rather than a knmstate subcommand; the lab needs only
-// internal/image and internal/registry, which it can import.
+// internal/image and internal/testbed/lab/registry, which it can import.
 package main
 
 import (

@@ -1,6 +1,6 @@
 // Command initramfs writes the kernel lane's initramfs (hack/kernel-lane/
 // run.sh) with the same builder as the lab's guest mode
-// (internal/initramfs): files of this machine at their own paths with
+// (internal/testbed/initramfs): files of this machine at their own paths with
 // their symlinks, a staged directory tree, and kernel modules resolved with
 // their dependencies from the kernel's modules.dep, uncompressed, plus
 // their load list.
@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/knmstate/knmstate/internal/initramfs"
+	"github.com/knmstate/knmstate/internal/testbed/initramfs"
 )
 
 // paths is a repeatable flag.

@@ -35,7 +35,7 @@ import (
 	"github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/deploy/rbac"
 	"github.com/knmstate/knmstate/internal/rollout"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 var env *testenv.Env

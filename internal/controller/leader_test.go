@@ -22,7 +22,7 @@ import (
 
 	"github.com/knmstate/knmstate/internal/rollout"
 	"github.com/knmstate/knmstate/internal/scrape"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 // instance is one controller replica (Run) of the leader election tests.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 )
 
 // listenIn opens a TCP listener on 127.0.0.1 inside ns that answers every

@@ -12,7 +12,7 @@ import (
 
 	"github.com/knmstate/knmstate/api/shared"
 	"github.com/knmstate/knmstate/internal/extension"
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 )
 
 const driftBridge = `interfaces:

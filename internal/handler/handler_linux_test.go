@@ -28,8 +28,8 @@ import (
 
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
-	"github.com/knmstate/knmstate/internal/nstest"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 	"github.com/knmstate/knmstate/internal/version"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )

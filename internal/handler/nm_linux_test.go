@@ -14,8 +14,8 @@ import (
 
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
-	"github.com/knmstate/knmstate/internal/nmrun"
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 	"github.com/knmstate/knmstate/pkg/backend/nm"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )

@@ -13,8 +13,8 @@ import (
 
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
-	"github.com/knmstate/knmstate/internal/nstest"
-	"github.com/knmstate/knmstate/internal/ovsrun"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 )
 
 // BenchmarkPolicyPermitToAvailable measures, for a static-address policy,

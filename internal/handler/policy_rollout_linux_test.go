@@ -18,7 +18,7 @@ import (
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/controller"
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 )
 
 // The handler's side of docs/rollout.md against the real controller: three

@@ -10,7 +10,7 @@ import (
 
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 )
 
 // RunPolicies is what the handler's Run starts: options from the handler's

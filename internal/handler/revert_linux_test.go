@@ -14,7 +14,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/internal/extension"
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 )
 
 // Revert on delete: two generations of a policy (a bridge, then eth1 as

@@ -3,7 +3,7 @@
 // (sorted entries, root-owned, one fixed mtime), the image config and the
 // OCI image layout directories they are written to, so that the same input
 // files give the same digest on every run. It never pulls, pushes or runs
-// anything; internal/registry serves and pushes what it writes.
+// anything; internal/testbed/lab/registry serves and pushes what it writes.
 package image
 
 import (

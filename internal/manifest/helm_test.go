@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 // helmTemplate renders the chart with the real Helm CLI (bin/helm, built

@@ -15,9 +15,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/knmstate/knmstate/internal/labnet"
-	"github.com/knmstate/knmstate/internal/labnet/labnettest"
-	"github.com/knmstate/knmstate/internal/ovsrun"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/labnet/labnettest"
+	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/knmstate/knmstate/pkg/probe"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knmstate/knmstate/internal/nmrun"
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 )
 
 // newNMCLINode is a cliNode whose namespace a private NetworkManager

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knmstate/knmstate/internal/ovsrun"
+	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 )
 
 const ovsBridgeState = `interfaces:

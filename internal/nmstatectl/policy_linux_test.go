@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 )
 
 // TestPolicyLiveState resolves captures against the live state of a

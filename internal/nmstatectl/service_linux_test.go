@@ -18,11 +18,11 @@ import (
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 
-	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 
-	"github.com/knmstate/knmstate/internal/labnet/labnettest"
+	"github.com/knmstate/knmstate/internal/testbed/labnet/labnettest"
 )
 
 // syncBuffer collects the service's log from its goroutine.

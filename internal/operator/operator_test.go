@@ -24,7 +24,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/internal/manifest"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 var env *testenv.Env

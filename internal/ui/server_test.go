@@ -16,7 +16,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 var env *testenv.Env

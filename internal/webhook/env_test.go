@@ -28,7 +28,7 @@ import (
 	nmv1 "github.com/knmstate/knmstate/api/v1"
 	nmv1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/certs"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 	"github.com/knmstate/knmstate/internal/webhook"
 )
 

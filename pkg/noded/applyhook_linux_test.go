@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/vishvananda/netlink"
 
-	"github.com/knmstate/knmstate/internal/labnet/labnettest"
+	"github.com/knmstate/knmstate/internal/testbed/labnet/labnettest"
 )
 
 // applyFollowed runs the real apply sequence with the runtime following

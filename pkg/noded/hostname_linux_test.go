@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/labnet"
-	"github.com/knmstate/knmstate/internal/labnet/labnettest"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/labnet/labnettest"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knmstate/knmstate/internal/ovsrun"
+	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 	"github.com/knmstate/knmstate/pkg/ovsdb"
 )
 

@@ -1,6 +1,6 @@
 // Package cluster holds the acceptance tests of the node handler and the
 // cluster controller (issue 7), run against a real local cluster: the lab
-// (internal/lab) with its kube-apiserver, controller and one `knmstate
+// (internal/testbed/lab) with its kube-apiserver, controller and one `knmstate
 // handler` process per node, each node a network namespace with eth0 on
 // DHCP and eth1, eth2 as unconfigured veth NICs.
 //

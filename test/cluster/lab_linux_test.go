@@ -28,7 +28,7 @@ import (
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
-	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 )
 
 // binDir holds the binary under test, built once by TestMain: knmstate

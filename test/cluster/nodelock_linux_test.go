@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 )
 
 // lockNode is the node whose handler gets a second one in the node lock

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/knmstate/knmstate/internal/nmrun"
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knmstate/knmstate/internal/ovsrun"
+	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/backend/ovs"
 	"github.com/knmstate/knmstate/pkg/nmstate"

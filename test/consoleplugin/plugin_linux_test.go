@@ -32,7 +32,7 @@ import (
 
 	"github.com/knmstate/knmstate/internal/consoleplugin"
 	"github.com/knmstate/knmstate/internal/manifest"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 	"github.com/knmstate/knmstate/web/plugin"
 )
 

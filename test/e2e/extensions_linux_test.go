@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 )
 
 // withAnnotations inserts metadata annotations into a policy manifest made
@@ -58,7 +58,7 @@ func nodeExecIn(t testing.TB, node, stdin string, args ...string) string {
 }
 
 // nodeKnmstate is the knmstate binary as a node sees it: the suite's, or
-// in the guest the copy the lab put there (internal/lab's guestBinary).
+// in the guest the copy the lab put there (internal/testbed/lab's guestBinary).
 func nodeKnmstate() string {
 	if c.fullKernel {
 		return "/usr/bin/knmstate"

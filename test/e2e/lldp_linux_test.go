@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 )
 
 // TestLLDPNeighbors: a policy turns LLDP on for eth1 of every node; the

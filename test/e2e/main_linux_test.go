@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/lab"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 // kubectlPath is the real kubectl of this machine (Debian's

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/knmstate/knmstate/internal/handler"
-	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 	"github.com/knmstate/knmstate/internal/metrics/metricstest"
 )
 

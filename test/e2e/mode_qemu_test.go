@@ -2,7 +2,7 @@
 
 package e2e
 
-import "github.com/knmstate/knmstate/internal/lab"
+import "github.com/knmstate/knmstate/internal/testbed/lab"
 
 // nodeKernel: built with -tags qemu (make test-kernel) the suite runs on a
 // lab whose nodes are in a qemu guest on Debian's kernel (`lab up

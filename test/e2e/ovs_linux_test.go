@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 )
 
 // ovsdb is the socket of node's own Open vSwitch database ("" = the node

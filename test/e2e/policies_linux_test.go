@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 )
 
 // Timeouts of kubectl wait. Generous: they bound a broken run, they are

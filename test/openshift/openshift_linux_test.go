@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/lab"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 const kubectlPath = "/usr/bin/kubectl"

@@ -20,8 +20,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/knmstate/knmstate/internal/lab"
-	"github.com/knmstate/knmstate/internal/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
 const (

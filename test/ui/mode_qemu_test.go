@@ -5,7 +5,7 @@ package ui
 import (
 	"time"
 
-	"github.com/knmstate/knmstate/internal/lab"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 )
 
 // nodeKernel: Debian's kernel in a qemu guest (lab up --kernel debian),

@@ -12,7 +12,7 @@ import (
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/knmstate/knmstate/pkg/nmstate/statetest"
 
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 )
 
 func execute(t *testing.T, b *Backend, ops ...nmstate.Op) {

@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 
-	"github.com/knmstate/knmstate/internal/nmrun"
-	"github.com/knmstate/knmstate/internal/nstest"
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/backend/nm"
 	"github.com/knmstate/knmstate/pkg/nmstate"

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/knmstate/knmstate/internal/labnet/labnettest"
+	"github.com/knmstate/knmstate/internal/testbed/labnet/labnettest"
 )
 
 // events collects a client's events on a channel.

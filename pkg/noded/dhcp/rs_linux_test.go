@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 
-	"github.com/knmstate/knmstate/internal/labnet/labnettest"
+	"github.com/knmstate/knmstate/internal/testbed/labnet/labnettest"
 )
 
 func TestSolicitRoutersReachesTheRouter(t *testing.T) {
