@@ -14,8 +14,8 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/internal/extension"
-	"github.com/knmstate/knmstate/internal/testbed/nstest"
 	"github.com/knmstate/knmstate/internal/rollout"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/knmstate/knmstate/api/shared"
-	"github.com/knmstate/knmstate/internal/testbed/nstest"
 	"github.com/knmstate/knmstate/internal/rollout"
+	"github.com/knmstate/knmstate/internal/testbed/nstest"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/knmstate/knmstate/internal/handler"
-	"github.com/knmstate/knmstate/internal/testbed/lab"
 	"github.com/knmstate/knmstate/internal/metrics/metricstest"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 )
 
 // metricFamilies is one scrape.

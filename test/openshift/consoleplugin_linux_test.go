@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knmstate/knmstate/internal/testbed/lab"
 	"github.com/knmstate/knmstate/internal/manifest"
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 	"github.com/knmstate/knmstate/internal/webhook"
 	"github.com/knmstate/knmstate/pkg/nsrun"
 )

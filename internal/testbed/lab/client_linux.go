@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/knmstate/knmstate/internal/testbed/labnet"
 	"github.com/knmstate/knmstate/internal/testbed/lab/remoteexec"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 )
 
 // Up starts the supervisor of a new lab, detached (own session, output to

@@ -21,9 +21,9 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/knmstate/knmstate/internal/testbed/labnet"
 	"github.com/knmstate/knmstate/internal/testbed/lab/labvm"
 	"github.com/knmstate/knmstate/internal/testbed/lab/remoteexec"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 )
 
 // guestPath is the PATH of commands the agent runs in the nodes:

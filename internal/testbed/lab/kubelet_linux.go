@@ -32,10 +32,10 @@ import (
 	"github.com/knmstate/knmstate/deploy"
 	"github.com/knmstate/knmstate/deploy/rbac"
 	"github.com/knmstate/knmstate/internal/image"
-	"github.com/knmstate/knmstate/internal/testbed/labnet"
 	"github.com/knmstate/knmstate/internal/manifest"
 	"github.com/knmstate/knmstate/internal/testbed/lab/nodeinit"
 	"github.com/knmstate/knmstate/internal/testbed/lab/registry"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
