@@ -1,5 +1,7 @@
 # knmstate — the two commands a newcomer needs are `make demo` and `make test`.
 SHELL := /bin/bash
+# A pipe fails when any of its commands fails (go test -json | testreport).
+.SHELLFLAGS := -o pipefail -c
 GO ?= go
 
 .PHONY: all setup build web test-web test-ui generate verify-generated test test-unit test-kernel test-kernel-e2e test-e2e test-container test-kubelet test-faults demo bench clean
@@ -46,44 +48,59 @@ test-ui: setup build ## the web views in headless chromium against a lab, the co
 	$(GO) test -count=1 -timeout 10m ./test/ui/ ./test/consoleplugin/
 
 .PHONY: images
+# The images carry the binary a node runs: knmstate without the test bed
+# (-tags notestbed: no lab, bench or throw-away control plane linked in).
 images: build ## OCI image layouts bin/images/{knmstate,knmstate-console-plugin,pause} (docs/images.md)
+	$(GO_BUILD) -tags notestbed -o bin/node/knmstate ./cmd/knmstate
 	$(GO_BUILD) -o bin/pause ./hack/pause
-	$(GO) run ./hack/images --knmstate bin/knmstate --pause bin/pause --out bin/images \
+	$(GO) run ./hack/images --knmstate bin/node/knmstate --pause bin/pause --out bin/images \
 		--version $(VERSION) --revision "$(REVISION)" --created $(SOURCE_DATE_EPOCH)
 
 generate: setup ## regenerate deepcopy code and CRD manifests
 	bin/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	bin/controller-gen crd:crdVersions=v1 paths=./api/... output:crd:artifacts:config=deploy/crds
 
+# Every go test of make test runs as `$(call gotest,STAGE,ARGS)`: go test
+# -json read by bin/testreport, which fails the stage on a skip that
+# test/skips.txt does not name with its reason and on a -run pattern that
+# matched nothing, and writes bin/test-results/STAGE.json (docs/testing.md).
+TESTREPORT = bin/testreport
+gotest = $(GO) test -json $(2) 2>&1 | $(TESTREPORT) -stage $(1) -out bin/test-results/$(1).json
+# The same as inside a container (hack/in-container.sh).
+gotest-in-container = hack/in-container.sh $(GO) test -json $(2) 2>&1 | $(TESTREPORT) -stage $(1) -out bin/test-results/$(1).json
+
+$(TESTREPORT): $(wildcard hack/testreport/*.go internal/testbed/testreport/*.go)
+	$(GO) build -o $@ ./hack/testreport
+
 test-unit: ## tests of pure logic only (no root, no control plane)
 	$(GO) test -short ./pkg/nmstate/... ./pkg/nmpolicy/...
 
-test: setup web ## the whole test suite
+test: setup web $(TESTREPORT) ## the whole test suite
 	$(MAKE) test-web
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	@! $(GO) list -f '{{.ImportPath}}: {{join .Deps " "}}' ./pkg/... | grep -o '^[^:]*:.*knmstate/internal/[a-z/]*' || { echo "a pkg/ package depends on internal/ (above)"; exit 1; }
-	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v -x -E '$(CONTAINER_PKGS)')
+	$(call gotest,unit,-count=1 -timeout 20m $$($(GO) list ./... | grep -v -x -E '$(CONTAINER_PKGS)'))
 	$(MAKE) test-container
 	$(MAKE) test-kubelet
 	$(MAKE) test-kernel
 
-test-kubelet: setup build images ## the e2e suite (as inside a container), the rollback tests, the operator suite and the OpenShift suite on kubelet-mode labs: knmstate as pods from bin/images
-	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./test/e2e/ -args -e2e.kubelet -e2e.knmstate=$(CURDIR)/bin/knmstate -e2e.images=$(CURDIR)/bin/images
-	$(GO) test -count=1 -timeout 15m ./test/cluster/ -run 'TestRollback|TestBrokenDefaultRoute|TestSecondHandlerWaitsForNodeLock|TestPendingCheckpoint' -args -cluster.kubelet -cluster.knmstate=$(CURDIR)/bin/knmstate -cluster.images=$(CURDIR)/bin/images
-	$(GO) test -count=1 -tags kubelet -timeout 20m ./test/operator/ -args -operator.knmstate=$(CURDIR)/bin/knmstate -operator.images=$(CURDIR)/bin/images
-	$(GO) test -count=1 -tags kubelet -timeout 15m ./test/openshift/ -args -openshift.knmstate=$(CURDIR)/bin/knmstate -openshift.images=$(CURDIR)/bin/images
+test-kubelet: setup build images $(TESTREPORT) ## the e2e suite (as inside a container), the rollback tests, the operator suite and the OpenShift suite on kubelet-mode labs: knmstate as pods from bin/images
+	$(call gotest-in-container,e2ekubelet,-count=1 -timeout 15m ./test/e2e/ -args -e2e.kubelet -e2e.knmstate=$(CURDIR)/bin/knmstate -e2e.images=$(CURDIR)/bin/images)
+	$(call gotest,cluster,-count=1 -timeout 15m ./test/cluster/ -run 'TestRollback|TestBrokenDefaultRoute|TestSecondHandlerWaitsForNodeLock|TestPendingCheckpoint' -args -cluster.kubelet -cluster.knmstate=$(CURDIR)/bin/knmstate -cluster.images=$(CURDIR)/bin/images)
+	$(call gotest,operator,-count=1 -tags kubelet -timeout 20m ./test/operator/ -args -operator.knmstate=$(CURDIR)/bin/knmstate -operator.images=$(CURDIR)/bin/images)
+	$(call gotest,openshift,-count=1 -tags kubelet -timeout 15m ./test/openshift/ -args -openshift.knmstate=$(CURDIR)/bin/knmstate -openshift.images=$(CURDIR)/bin/images)
 
-test-faults: setup build images ## the fault suite on a 5-node kubelet lab: control plane, controller leader, handlers and nodes killed, a node cut off, a burst of policies, mid-rollout (docs/reliability.md)
-	$(GO) test -count=1 -tags kubelet -timeout 40m -v -run 'TestFaults|TestBurst' ./test/faults/ -args -faults.knmstate=$(CURDIR)/bin/knmstate -faults.images=$(CURDIR)/bin/images
+test-faults: setup build images $(TESTREPORT) ## the fault suite on a 5-node kubelet lab: control plane, controller leader, handlers and nodes killed, a node cut off, a burst of policies, mid-rollout (docs/reliability.md)
+	$(call gotest,faults,-count=1 -tags kubelet -timeout 40m -v -run 'TestFaults|TestBurst' ./test/faults/ -args -faults.knmstate=$(CURDIR)/bin/knmstate -faults.images=$(CURDIR)/bin/images)
 
 # The lab and e2e packages run once in make test: inside a container
 # (private mount namespace, fresh /run), the stricter place, not also bare.
 CONTAINER_PKGS = github.com/knmstate/knmstate/(pkg/nsrun|internal/testbed/labnet(/.*)?|internal/testbed/lab|test/e2e)
 
-test-container: setup ## the lab and e2e packages as inside a container (private mount namespace, fresh /run); make test runs them only here
-	hack/in-container.sh $(GO) test -count=1 -timeout 15m ./pkg/nsrun/ ./internal/labnet/... ./internal/lab/ ./test/e2e/
+test-container: setup $(TESTREPORT) ## the lab and e2e packages as inside a container (private mount namespace, fresh /run); make test runs them only here
+	$(call gotest-in-container,container,-count=1 -timeout 15m ./pkg/nsrun/ ./internal/testbed/labnet/... ./internal/testbed/lab/ ./test/e2e/)
 
 test-e2e: setup ## the end-to-end suite alone: one lab, the real kubectl, every example (part of make test)
 	$(GO) test -count=1 -v -timeout 15m ./test/e2e/
@@ -99,9 +116,9 @@ test-kernel: setup ## backend tests under qemu on Debian's full kernel (bonding,
 # would take minutes more and test nothing new.
 KERNEL_E2E_TESTS = TestNodes$$|TestLabStatus|TestExamples$$|TestNmstateExamples|TestPrimaryNIC|TestBond|TestVLAN|TestTwoPolicies|TestBridgeVLAN|TestLLDP
 
-test-kernel-e2e: setup ## the e2e tests that need Debian's full kernel, on a lab whose nodes run it in a qemu guest (lab up --kernel debian)
+test-kernel-e2e: setup $(TESTREPORT) ## the e2e tests that need Debian's full kernel, on a lab whose nodes run it in a qemu guest (lab up --kernel debian)
 	@bash hack/kernel-lane/kernel.sh >/dev/null
-	$(GO) test -tags qemu -count=1 -timeout 45m -run '$(KERNEL_E2E_TESTS)' ./test/e2e/
+	$(call gotest,kernele2e,-tags qemu -count=1 -timeout 45m -run '$(KERNEL_E2E_TESTS)' ./test/e2e/)
 
 demo: setup build ## a local cluster, example policies, their result
 	hack/demo.sh

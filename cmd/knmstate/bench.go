@@ -1,3 +1,5 @@
+//go:build !notestbed
+
 package main
 
 import (

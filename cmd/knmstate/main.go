@@ -59,15 +59,13 @@ func newRootCmd(name string) *cobra.Command {
 		newControllerCmd(),
 		newOperatorCmd(),
 		newWebhookCmd(),
-		newLabCmd(),
-		newBenchCmd(),
-		newControlplaneCmd(),
 		nmstatectl.NewCommand(nmstatectlName),
 		newHealthCmd(),
 		newUICmd(),
 		newOpenShiftCmd(),
 		newConsolePluginCmd(),
 	)
+	root.AddCommand(testbedCmds()...)
 	return root
 }
 

@@ -285,7 +285,7 @@ func ownNamespaces() ([]string, error) {
 
 // BenchmarkCompare runs the comparisons as the bench command does, with
 // b.N runs per side, and reports the medians and the ratio ours/iproute2
-// (go test ./internal/bench -run '^$' -bench Compare -benchtime 5x).
+// (go test ./internal/testbed/bench -run '^$' -bench Compare -benchtime 5x).
 func BenchmarkCompare(b *testing.B) {
 	for _, c := range Comparisons() {
 		b.Run(strings.TrimPrefix(c.Name, "engine."), func(b *testing.B) {
@@ -306,7 +306,7 @@ func BenchmarkCompare(b *testing.B) {
 }
 
 // BenchmarkApplyPhases logs where an apply's time goes, per workload
-// (go test ./internal/bench -run '^$' -bench ApplyPhases -benchtime 1x -v).
+// (go test ./internal/testbed/bench -run '^$' -bench ApplyPhases -benchtime 1x -v).
 func BenchmarkApplyPhases(b *testing.B) {
 	for _, f := range []func() (*Workload, error){Apply50, func() (*Workload, error) { return Bridges(1000) }} {
 		w := workload(b, f)

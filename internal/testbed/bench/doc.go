@@ -15,7 +15,7 @@
 // emptied with one grouped link deletion before removal, so the kernel's
 // background teardown of one run does not land in the next.
 //
-// From the shell: go test ./internal/bench -run '^$' -bench Compare
+// From the shell: go test ./internal/testbed/bench -run '^$' -bench Compare
 // -benchtime 9x (9 runs per side; -bench 'Compare/apply50' for one),
 // and -bench ApplyPhases -benchtime 1x -v for where an apply's time goes.
 //
