@@ -28,7 +28,12 @@ build: web
 # console plugin (web/plugin/dist, with its browser test page in
 # web/plugin/build/host), which knmstate embeds (docs/ui.md,
 # docs/openshift.md); the node_modules come from npm ci in make setup.
-web: web/plugin/dist/plugin-manifest.json
+web: web/dist/size.json web/plugin/dist/plugin-manifest.json
+
+# Built once per change of what it reads, like the plugin below: make test,
+# test-kubelet and test-faults all need it, and one build is enough.
+WEB_INPUTS := $(shell find web/src -type f 2>/dev/null) $(addprefix web/,package.json package-lock.json build.mjs tsconfig.json)
+web/dist/size.json: $(WEB_INPUTS)
 	@test -d web/node_modules || { echo "web/node_modules is missing: run make setup"; exit 1; }
 	cd web && npm run --silent typecheck && npm run --silent build
 

@@ -260,7 +260,7 @@ func TestFindRepoRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "testenv", "testenv.go")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "internal", "testbed", "testenv", "testenv.go")); err != nil {
 		t.Errorf("FindRepoRoot() = %s, which does not hold this package: %v", root, err)
 	}
 }
