@@ -106,11 +106,12 @@ func TestTransactionOutcome(t *testing.T) {
 			txOutcome{result: metrics.ApplyFailed}, "committing checkpoint c1: EIO"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, transactionOutcome(tc.tx, tc.err), cmp.AllowUnexported(txOutcome{})); diff != "" {
+			o, err := transactionOutcome(tc.tx, tc.err)
+			if diff := cmp.Diff(tc.want, o, cmp.AllowUnexported(txOutcome{})); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s", diff)
 			}
 			msg := ""
-			if err := transactionError(tc.tx, tc.err); err != nil {
+			if err != nil {
 				msg = err.Error()
 			}
 			if msg != tc.wantMsg {

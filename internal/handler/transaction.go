@@ -163,8 +163,8 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp e
 		BeforeProbes:        t.pauseBeforeProbes(pp.TestPause),
 		BeforeCommit:        recordRevert(record),
 	})
-	t.logTransaction(tx)
-	return transactionOutcome(tx, err), transactionError(tx, err)
+	t.noteTransaction(tx)
+	return transactionOutcome(tx, err)
 }
 
 // pauseBeforeProbes is the fault tests' pause (knmstate.io/test-pause-
@@ -183,10 +183,10 @@ func (t *transaction) pauseBeforeProbes(pause time.Duration) func(context.Contex
 	}
 }
 
-// logTransaction records what the transaction did besides its outcome: a
-// pending checkpoint it discarded first, the probes it ran, whether the
-// node settled after a rollback.
-func (t *transaction) logTransaction(tx *apply.TxResult) {
+// noteTransaction logs (and counts) what the transaction did besides its
+// outcome: a pending checkpoint it discarded first, the probes it ran,
+// whether the node settled after a rollback.
+func (t *transaction) noteTransaction(tx *apply.TxResult) {
 	switch {
 	case tx.PendingErr != nil:
 		t.log.Error(tx.PendingErr, "rolling back a pending checkpoint before applying", "checkpoint", tx.Pending)
@@ -194,40 +194,32 @@ func (t *transaction) logTransaction(tx *apply.TxResult) {
 		t.metrics.RolledBack(t.node, metrics.RollbackPendingCheckpoint)
 		t.log.Info("rolled back a pending checkpoint before applying", "checkpoint", tx.Pending)
 	}
-	names := make([]string, len(tx.Probes))
-	for i, p := range tx.Probes {
-		names[i] = p.Name
-	}
-	t.log.V(1).Info("probes selected", "probes", names)
+	t.log.V(1).Info("probes selected", "probes", probe.Names(tx.Probes))
 	if tx.SettleErr != nil {
 		t.log.Info("probes still failing after rollback", "error", tx.SettleErr.Error())
 	}
 }
 
 // transactionOutcome is how a transaction ended, for the metrics and the
-// rollback event.
-func transactionOutcome(tx *apply.TxResult, err error) txOutcome {
+// rollback event, and its error: a change refused after the apply is
+// worded as upstream words it ("rolling back desired state configuration:
+// ..."); other errors are apply.Transact's.
+func transactionOutcome(tx *apply.TxResult, err error) (txOutcome, error) {
 	if err == nil {
-		return txOutcome{result: metrics.ApplySuccess}
+		return txOutcome{result: metrics.ApplySuccess}, nil
 	}
 	o := applyErrorOutcome(err)
-	if tx.Refused && tx.Probe != "" {
-		o.reason, o.probe = metrics.RollbackProbe, tx.Probe
-	}
-	return o
-}
-
-// transactionError words a refused change as upstream does ("rolling back
-// desired state configuration: ..."); other errors are apply.Transact's.
-func transactionError(tx *apply.TxResult, err error) error {
 	var f *apply.Failure
 	if !tx.Refused || !errors.As(err, &f) {
-		return err
+		return o, err
+	}
+	if tx.Probe != "" {
+		o.reason, o.probe = metrics.RollbackProbe, tx.Probe
 	}
 	if f.Rollback != nil {
-		return fmt.Errorf("rolling back desired state configuration: %w (rollback failed: %w)", f.Err, f.Rollback)
+		return o, fmt.Errorf("rolling back desired state configuration: %w (rollback failed: %w)", f.Err, f.Rollback)
 	}
-	return fmt.Errorf("rolling back desired state configuration: %w", f.Err)
+	return o, fmt.Errorf("rolling back desired state configuration: %w", f.Err)
 }
 
 // recordRevert hands the applied change's revert state to record before

@@ -166,11 +166,8 @@ func firstBootApply(ctx context.Context, log *slog.Logger, b runtimeNode, o *fir
 		},
 		Probes: po.All(), ProbeInterval: po.Interval, ProbeSelectTimeout: po.SelectTimeout,
 		BeforeProbes: func(_ context.Context, tx *apply.TxResult) {
-			names := make([]string, len(tx.Probes))
-			for i, p := range tx.Probes {
-				names[i] = p.Name
-			}
-			log.Info("applied, probing (the probes that passed before the change)", "checkpoint", tx.Apply.Checkpoint, "operations", len(tx.Apply.Plan.Ops), "probes", names)
+			log.Info("applied, probing (the probes that passed before the change)", "checkpoint", tx.Apply.Checkpoint,
+				"operations", len(tx.Apply.Plan.Ops), "probes", probe.Names(tx.Probes))
 		},
 	})
 	if tx.Pending != "" || tx.PendingErr != nil {
