@@ -100,7 +100,8 @@ func Transact(ctx context.Context, b Backend, desired *nmstate.State, opts TxOpt
 		opts.BeforeProbes(ctx, tx)
 	}
 	err = probe.Run(ctx, tx.Probes, interval)
-	if pf := (*probe.Failure)(nil); errors.As(err, &pf) {
+	var pf *probe.Failure
+	if errors.As(err, &pf) {
 		tx.Probe = pf.Probe
 	}
 	if err == nil && opts.BeforeCommit != nil {
