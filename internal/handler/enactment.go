@@ -133,7 +133,7 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 		})
 	}
 	if ph == phaseAvailable {
-		if out.Desired == nil || satisfied(out.Desired, current) {
+		if out.Desired == nil || nmstate.Shows(current, out.Desired) {
 			return reconcile.Result{}, nil // done, and still true: no re-apply
 		}
 		log.Info("network no longer shows the applied policy; applying it again")
@@ -271,16 +271,6 @@ func (r *PolicyReconciler) setRetryWait(policy string, at time.Time) {
 		return
 	}
 	r.notBefore[policy] = at
-}
-
-// satisfied reports whether the live state still shows desired, by the
-// same rule an apply is verified with.
-func satisfied(desired, current *nmstate.State) bool {
-	m, err := nmstate.Merge(desired, current)
-	if err != nil {
-		return false
-	}
-	return nmstate.Verify(m.Desired, current) == nil
 }
 
 // enactment reads the policy's enactment on this node without the cache,

@@ -12,6 +12,7 @@ import (
 	"github.com/knmstate/knmstate/internal/metrics/metricstest"
 	"github.com/knmstate/knmstate/pkg/apply"
 	"github.com/knmstate/knmstate/pkg/nmstate"
+	"github.com/knmstate/knmstate/pkg/probe"
 )
 
 // testMetrics is a handler's instruments on a registry of their own.
@@ -64,6 +65,57 @@ func TestApplyErrorOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, applyErrorOutcome(tc.err), cmp.AllowUnexported(txOutcome{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A change refused after the apply (a probe, or recording its revert
+// state) is told apart from one apply.Apply rolled back itself, and worded
+// as upstream words it.
+func TestTransactionOutcome(t *testing.T) {
+	probeErr := &probe.Failure{Probe: probe.PingName, Err: errors.New("no reply")}
+	recordErr := errors.New("recording what to revert on delete: conflict")
+	verification := &nmstate.Error{Kind: nmstate.Verification, Detail: "address missing"}
+	applied := &apply.Result{Checkpoint: "c1"}
+	for _, tc := range []struct {
+		name    string
+		tx      *apply.TxResult
+		err     error
+		want    txOutcome
+		wantMsg string
+	}{
+		{"committed", &apply.TxResult{Apply: applied, Committed: true}, nil, txOutcome{result: metrics.ApplySuccess}, ""},
+		{"probe failed, rolled back", &apply.TxResult{Apply: applied, Refused: true, Probe: probe.PingName},
+			&apply.Failure{Err: probeErr, Checkpoint: "c1"},
+			txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackProbe, probe: probe.PingName},
+			"rolling back desired state configuration: probe ping: no reply"},
+		{"probe failed, rollback failed", &apply.TxResult{Apply: applied, Refused: true, Probe: probe.PingName},
+			&apply.Failure{Err: probeErr, Checkpoint: "c1", Rollback: errors.New("busy")},
+			txOutcome{result: metrics.ApplyRollbackFailed, reason: metrics.RollbackProbe, probe: probe.PingName},
+			"rolling back desired state configuration: probe ping: no reply (rollback failed: busy)"},
+		{"revert state not recorded, rolled back", &apply.TxResult{Apply: applied, Refused: true},
+			&apply.Failure{Err: recordErr, Checkpoint: "c1"},
+			txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackError},
+			"rolling back desired state configuration: " + recordErr.Error()},
+		{"verification failed in the apply", &apply.TxResult{},
+			&apply.Failure{Err: verification, Checkpoint: "c1"},
+			txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackVerification},
+			(&apply.Failure{Err: verification, Checkpoint: "c1"}).Error()},
+		{"commit failed", &apply.TxResult{Apply: applied}, errors.New("committing checkpoint c1: EIO"),
+			txOutcome{result: metrics.ApplyFailed}, "committing checkpoint c1: EIO"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := transactionOutcome(tc.tx, tc.err)
+			if diff := cmp.Diff(tc.want, o, cmp.AllowUnexported(txOutcome{})); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s", diff)
+			}
+			msg := ""
+			if err != nil {
+				msg = err.Error()
+			}
+			if msg != tc.wantMsg {
+				t.Errorf("error %q, want %q", msg, tc.wantMsg)
 			}
 		})
 	}

@@ -16,9 +16,11 @@ import (
 	"github.com/knmstate/knmstate/pkg/probe"
 )
 
-// transaction is the node's one nmstate transaction at a time: select the
-// probes, checkpoint and apply (without commit), probe, then commit or
-// roll back. The mutex serialises transactions of this handler; pkg/apply's
+// transaction is the node's one nmstate transaction at a time. The
+// sequence (pending checkpoint, probe selection, apply without commit,
+// probes, commit or roll back) is apply.Transact's, shared with nmstatectl
+// first-boot; this adds the policy's probes, the metrics and the logs. The
+// mutex serialises transactions of this handler; pkg/apply's
 // lock on the state directory serialises them with nmstatectl on the node.
 type transaction struct {
 	mu       sync.Mutex
@@ -90,18 +92,14 @@ func (t *transaction) rollbackOptions() apply.RollbackOptions {
 func (t *transaction) recover(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, err := apply.ReadCheckpoint(t.stateDir); errors.Is(err, apply.ErrNoCheckpoint) {
-		return nil
-	}
-	id, err := apply.RollbackWithOptions(ctx, t.backend, t.stateDir, t.rollbackOptions())
-	if errors.Is(err, apply.ErrNoCheckpoint) {
-		return nil
-	}
+	id, err := apply.DiscardPending(ctx, t.backend, t.stateDir, t.rollbackOptions())
 	if err != nil {
 		return fmt.Errorf("rolling back pending checkpoint %s: %w", id, err)
 	}
-	t.metrics.RolledBack(t.node, metrics.RollbackPendingCheckpoint)
-	t.log.Info("rolled back pending checkpoint", "checkpoint", id)
+	if id != "" {
+		t.metrics.RolledBack(t.node, metrics.RollbackPendingCheckpoint)
+		t.log.Info("rolled back pending checkpoint", "checkpoint", id)
+	}
 	return nil
 }
 
@@ -135,20 +133,9 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp e
 	}
 	// A fault test's pause must not eat the probes' share of the deadline.
 	timeout += pp.TestPause
-	var selected []probe.Probe
+	var probes []probe.Probe
 	if !t.noProbes {
-		all := pp.Select(po.All())
-		passed := probe.Passing(ctx, all, po.SelectTimeout, po.Interval)
-		selected = probe.Select(all, passed)
-		t.log.V(1).Info("probes selected", "passedBefore", passed)
-	}
-	// A checkpoint nobody committed (an interrupted run of nmstatectl or of
-	// this handler) is discarded first, as upstream does.
-	if id, err := apply.RollbackWithOptions(ctx, t.backend, t.stateDir, t.rollbackOptions()); err == nil {
-		t.metrics.RolledBack(t.node, metrics.RollbackPendingCheckpoint)
-		t.log.Info("rolled back a pending checkpoint before applying", "checkpoint", id)
-	} else if !errors.Is(err, apply.ErrNoCheckpoint) {
-		t.log.Error(err, "rolling back a pending checkpoint before applying", "checkpoint", id)
+		probes = pp.Select(po.All())
 	}
 	if t.onApply != nil {
 		t.onApply()
@@ -157,73 +144,94 @@ func (t *transaction) transact(ctx context.Context, desired *nmstate.State, pp e
 	if f, ok := t.backend.(checkpointFollower); ok {
 		onCheckpoint = f.OnCheckpoint
 	}
-	res, err := apply.Apply(ctx, t.backend, desired, apply.Options{
-		OnCheckpoint:   onCheckpoint,
-		NoCommit:       true,
-		Timeout:        timeout,
-		StateDir:       t.stateDir,
-		NetNS:          t.netns,
-		ResolvConf:     t.resolvConf,
-		UTSNS:          t.utsNS,
-		OVSDB:          t.ovsdb,
-		VerifyRetries:  t.verifyRetries,
-		VerifyInterval: t.verifyInterval,
+	tx, err := apply.Transact(ctx, t.backend, desired, apply.TxOptions{
+		Options: apply.Options{
+			OnCheckpoint:   onCheckpoint,
+			Timeout:        timeout,
+			StateDir:       t.stateDir,
+			NetNS:          t.netns,
+			ResolvConf:     t.resolvConf,
+			UTSNS:          t.utsNS,
+			OVSDB:          t.ovsdb,
+			VerifyRetries:  t.verifyRetries,
+			VerifyInterval: t.verifyInterval,
+		},
+		Probes:              probes,
+		ProbeInterval:       po.Interval,
+		ProbeSelectTimeout:  po.SelectTimeout,
+		SettleAfterRollback: true,
+		BeforeProbes:        t.pauseBeforeProbes(pp.TestPause),
+		BeforeCommit:        recordRevert(record),
 	})
-	if err != nil {
-		return applyErrorOutcome(err), err
-	}
-	success := txOutcome{result: metrics.ApplySuccess}
-	if res.Checkpoint == "" {
-		return success, nil // nothing to apply
-	}
-	if pp.TestPause > 0 {
-		// Fault tests act on this line: the change is applied, the
-		// checkpoint pending, nothing committed.
-		t.log.Info("pausing before the probes (knmstate.io/test-pause-before-probes)", "checkpoint", res.Checkpoint, "pause", pp.TestPause)
-		select {
-		case <-ctx.Done():
-		case <-time.After(pp.TestPause):
-		}
-	}
-	err = probe.Run(ctx, selected, po.Interval)
-	if err == nil && record != nil {
-		err = recordRevert(t.stateDir, record)
-	}
-	if err != nil {
-		o := txOutcome{result: metrics.ApplyRolledBack, reason: metrics.RollbackError}
-		var pf *probe.Failure
-		if errors.As(err, &pf) {
-			o.reason, o.probe = metrics.RollbackProbe, pf.Probe
-		}
-		// The rollback must happen even when ctx ended meanwhile.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		_, rbErr := apply.RollbackWithOptions(rctx, t.backend, t.stateDir, t.rollbackOptions())
-		if rbErr != nil {
-			o.result = metrics.ApplyRollbackFailed
-			return o, fmt.Errorf("rolling back desired state configuration: %w (rollback failed: %w)", err, rbErr)
-		}
-		// Let the node settle before the next attempt; the outcome only
-		// goes to the log.
-		if serr := probe.Run(rctx, selected, po.Interval); serr != nil {
-			t.log.Info("probes still failing after rollback", "error", serr.Error())
-		}
-		return o, fmt.Errorf("rolling back desired state configuration: %w", err)
-	}
-	if _, err := apply.CommitBackend(ctx, t.backend, t.stateDir); err != nil {
-		return txOutcome{result: metrics.ApplyFailed}, fmt.Errorf("committing checkpoint %s: %w", res.Checkpoint, err)
-	}
-	return success, nil
+	t.noteTransaction(tx)
+	return transactionOutcome(tx, err)
 }
 
-// recordRevert hands the pending checkpoint's revert state to record.
-func recordRevert(stateDir string, record func(*nmstate.State) error) error {
-	rec, err := apply.ReadCheckpoint(stateDir)
-	if err != nil {
-		return fmt.Errorf("recording what to revert on delete: %w", err)
+// pauseBeforeProbes is the fault tests' pause (knmstate.io/test-pause-
+// before-probes): they act while the change is applied, the checkpoint
+// pending and nothing committed.
+func (t *transaction) pauseBeforeProbes(pause time.Duration) func(context.Context, *apply.TxResult) {
+	if pause <= 0 {
+		return nil
 	}
-	if err := record(rec.Revert); err != nil {
-		return fmt.Errorf("recording what to revert on delete: %w", err)
+	return func(ctx context.Context, tx *apply.TxResult) {
+		t.log.Info("pausing before the probes (knmstate.io/test-pause-before-probes)", "checkpoint", tx.Apply.Checkpoint, "pause", pause)
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
 	}
-	return nil
+}
+
+// noteTransaction logs (and counts) what the transaction did besides its
+// outcome: a pending checkpoint it discarded first, the probes it ran,
+// whether the node settled after a rollback.
+func (t *transaction) noteTransaction(tx *apply.TxResult) {
+	switch {
+	case tx.PendingErr != nil:
+		t.log.Error(tx.PendingErr, "rolling back a pending checkpoint before applying", "checkpoint", tx.Pending)
+	case tx.Pending != "":
+		t.metrics.RolledBack(t.node, metrics.RollbackPendingCheckpoint)
+		t.log.Info("rolled back a pending checkpoint before applying", "checkpoint", tx.Pending)
+	}
+	t.log.V(1).Info("probes selected", "probes", probe.Names(tx.Probes))
+	if tx.SettleErr != nil {
+		t.log.Info("probes still failing after rollback", "error", tx.SettleErr.Error())
+	}
+}
+
+// transactionOutcome is how a transaction ended, for the metrics and the
+// rollback event, and its error: a change refused after the apply is
+// worded as upstream words it ("rolling back desired state configuration:
+// ..."); other errors are apply.Transact's.
+func transactionOutcome(tx *apply.TxResult, err error) (txOutcome, error) {
+	if err == nil {
+		return txOutcome{result: metrics.ApplySuccess}, nil
+	}
+	o := applyErrorOutcome(err)
+	var f *apply.Failure
+	if !tx.Refused || !errors.As(err, &f) {
+		return o, err
+	}
+	if tx.Probe != "" {
+		o.reason, o.probe = metrics.RollbackProbe, tx.Probe
+	}
+	if f.Rollback != nil {
+		return o, fmt.Errorf("rolling back desired state configuration: %w (rollback failed: %w)", f.Err, f.Rollback)
+	}
+	return o, fmt.Errorf("rolling back desired state configuration: %w", f.Err)
+}
+
+// recordRevert hands the applied change's revert state to record before
+// the commit (nil without record).
+func recordRevert(record func(*nmstate.State) error) func(context.Context, *apply.TxResult) error {
+	if record == nil {
+		return nil
+	}
+	return func(_ context.Context, tx *apply.TxResult) error {
+		if err := record(tx.Apply.Revert); err != nil {
+			return fmt.Errorf("recording what to revert on delete: %w", err)
+		}
+		return nil
+	}
 }

@@ -99,7 +99,7 @@ func runFirstBoot(ctx context.Context, stdout io.Writer, o *firstBootOptions) er
 		if err != nil {
 			return fmt.Errorf("first boot of %s: reading the node: %w", host, err)
 		}
-		if satisfied(desired, current) {
+		if nmstate.Shows(current, desired) {
 			log.Info("state file already applied, nothing to do", "host", host, "file", c.Path, "sha256", c.SHA256)
 			return nil
 		}
@@ -151,56 +151,27 @@ func firstBootHost(ctx context.Context, b apply.Backend, o *firstBootOptions) (s
 	return openshift.ShortHostname(h), nil
 }
 
-// firstBootApply is the handler's transaction without the API: select the
-// probes that pass now, apply under a checkpoint, and commit only if they
-// still pass, else roll back.
+// firstBootApply is the handler's transaction without the API: the
+// probes that pass now must still pass after the change, else it is
+// rolled back.
 func firstBootApply(ctx context.Context, log *slog.Logger, b runtimeNode, o *firstBootOptions, desired *nmstate.State) error {
 	po := probe.Options{NetNS: o.node.netns, Show: b.Show, DNSHost: o.dnsHost, TCPAddress: o.tcpAddress,
 		PingTimeout: o.probeTimeout, DNSTimeout: o.probeTimeout, TCPTimeout: o.probeTimeout}.WithDefaults()
-	all := po.All()
-	passed := probe.Passing(ctx, all, po.SelectTimeout, po.Interval)
-	selected := probe.Select(all, passed)
-	var names []string
-	for _, p := range selected {
-		names = append(names, p.Name)
-	}
-	log.Info("probes selected (those passing before the change)", "probes", names)
-
-	res, err := apply.Apply(ctx, b, desired, apply.Options{
-		StateDir: o.stateDir, NoCommit: true,
-		Timeout: 2 * (po.PingTimeout + po.DNSTimeout),
-		NetNS:   o.node.netns, ResolvConf: o.node.resolvConf, UTSNS: o.node.utsNS, OVSDB: o.node.ovsdb,
-		OnCheckpoint: b.OnCheckpoint,
+	tx, err := apply.Transact(ctx, b, desired, apply.TxOptions{
+		Options: apply.Options{
+			StateDir: o.stateDir,
+			Timeout:  2 * (po.PingTimeout + po.DNSTimeout),
+			NetNS:    o.node.netns, ResolvConf: o.node.resolvConf, UTSNS: o.node.utsNS, OVSDB: o.node.ovsdb,
+			OnCheckpoint: b.OnCheckpoint,
+		},
+		Probes: po.All(), ProbeInterval: po.Interval, ProbeSelectTimeout: po.SelectTimeout,
+		BeforeProbes: func(_ context.Context, tx *apply.TxResult) {
+			log.Info("applied, probing (the probes that passed before the change)", "checkpoint", tx.Apply.Checkpoint,
+				"operations", len(tx.Apply.Plan.Ops), "probes", probe.Names(tx.Probes))
+		},
 	})
-	if err != nil {
-		return err
+	if tx.Pending != "" || tx.PendingErr != nil {
+		log.Info("before applying, rolled back a checkpoint nobody committed", "checkpoint", tx.Pending, "error", tx.PendingErr)
 	}
-	if res.Checkpoint == "" {
-		return nil // the file asks for nothing
-	}
-	log.Info("applied, probing", "checkpoint", res.Checkpoint, "operations", len(res.Plan.Ops))
-	if err := probe.Run(ctx, selected, po.Interval); err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if _, rbErr := apply.Rollback(rctx, b, o.stateDir); rbErr != nil {
-			return fmt.Errorf("%w; rolling back checkpoint %s failed: %w", err, res.Checkpoint, rbErr)
-		}
-		return fmt.Errorf("%w; rolled back checkpoint %s: the previous state is restored", err, res.Checkpoint)
-	}
-	// As nmstatectl commit: a backend checkpoint (NetworkManager's) is
-	// committed through its backend.
-	if _, err := commitPending(ctx, o.stateDir); err != nil {
-		return fmt.Errorf("committing checkpoint %s: %w", res.Checkpoint, err)
-	}
-	return nil
-}
-
-// satisfied reports whether the node already shows desired (the fixed
-// point: planning it again would change nothing that verification sees).
-func satisfied(desired, current *nmstate.State) bool {
-	m, err := nmstate.Merge(desired, current)
-	if err != nil {
-		return false
-	}
-	return nmstate.Verify(m.Desired, current) == nil
+	return err
 }

@@ -65,9 +65,9 @@ const (
 	DefaultTimeout        = 60 * time.Second
 	DefaultVerifyRetries  = 5
 	DefaultVerifyInterval = time.Second
-	// rollbackTimeout bounds a rollback that runs after the caller's
-	// context ended (SIGINT during apply still rolls back).
-	rollbackTimeout = 2 * time.Minute
+	// DefaultRollbackTimeout bounds a rollback that runs after the
+	// caller's context ended (SIGINT during apply still rolls back).
+	DefaultRollbackTimeout = 2 * time.Minute
 )
 
 // Options tune one Apply.
@@ -95,6 +95,10 @@ type Options struct {
 	// DefaultVerifyInterval).
 	VerifyRetries  int
 	VerifyInterval time.Duration
+	// RollbackTimeout bounds a rollback this apply (or transaction) runs
+	// itself, which goes on after ctx ended: a change half made must not
+	// stay because the caller gave up (0 = DefaultRollbackTimeout).
+	RollbackTimeout time.Duration
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
 	// NetNS, ResolvConf and UTSNS are recorded in the checkpoint so a
@@ -121,6 +125,9 @@ func (o Options) withDefaults() Options {
 	if o.VerifyInterval <= 0 {
 		o.VerifyInterval = DefaultVerifyInterval
 	}
+	if o.RollbackTimeout <= 0 {
+		o.RollbackTimeout = DefaultRollbackTimeout
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -142,6 +149,9 @@ type Result struct {
 	Checkpoint string
 	// Deadline is when a pending (NoCommit) checkpoint rolls back.
 	Deadline time.Time
+	// Revert is the state that undoes the change, as the checkpoint
+	// record holds it (nil without a checkpoint).
+	Revert *nmstate.State
 	// Committed reports whether the checkpoint was committed.
 	Committed bool
 }
@@ -282,7 +292,7 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 			return nil, err
 		}
 	}
-	res := &Result{Desired: m.Desired, Plan: plan, Checkpoint: id, Deadline: rec.Deadline}
+	res := &Result{Desired: m.Desired, Plan: plan, Checkpoint: id, Deadline: rec.Deadline, Revert: revert}
 
 	err = execute(ctx, b, m, plan)
 	if err == nil && !o.NoVerify {
@@ -290,7 +300,7 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 	}
 	if err != nil {
 		// The rollback must run even when ctx was cancelled (SIGINT).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.RollbackTimeout)
 		defer cancel()
 		rbErr := rollback(rctx, b, rec, o)
 		if rmErr := removeCheckpoint(o.StateDir); rmErr != nil {
@@ -487,12 +497,18 @@ func destroyBackendCheckpoint(ctx context.Context, b Backend, rec *Checkpoint) e
 // checkpoint: b destroys it, so the backend does not roll back at the
 // deadline.
 func CommitBackend(ctx context.Context, b Backend, stateDir string) (string, error) {
+	return commitBackend(ctx, b, stateDir, "")
+}
+
+// commitBackend is CommitBackend of checkpoint id ("" = whichever is
+// pending): a transaction commits only its own.
+func commitBackend(ctx context.Context, b Backend, stateDir, id string) (string, error) {
 	unlock, err := lockDir(ctx, stateDir, true)
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	rec, err := ReadCheckpoint(stateDir)
+	rec, err := readPending(stateDir, id)
 	if err != nil {
 		return "", err
 	}
@@ -554,16 +570,49 @@ func Rollback(ctx context.Context, b Backend, stateDir string) (string, error) {
 
 // RollbackWithOptions is Rollback with tuned verification.
 func RollbackWithOptions(ctx context.Context, b Backend, stateDir string, ro RollbackOptions) (string, error) {
+	return rollbackPending(ctx, b, stateDir, "", ro.options())
+}
+
+// rollbackPending is RollbackWithOptions of checkpoint id ("" = whichever
+// is pending): a transaction rolls back only its own.
+func rollbackPending(ctx context.Context, b Backend, stateDir, id string, o Options) (string, error) {
 	unlock, err := lockDir(ctx, stateDir, true)
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	rec, err := ReadCheckpoint(stateDir)
+	rec, err := readPending(stateDir, id)
 	if err != nil {
 		return "", err
 	}
-	return rec.ID, rollbackAndRemove(ctx, b, stateDir, rec, ro.options())
+	return rec.ID, rollbackAndRemove(ctx, b, stateDir, rec, o)
+}
+
+// readPending reads the pending record, which must be checkpoint id
+// unless id is "". Another id means ours is gone (its deadline passed and
+// a watchdog rolled it back) and someone else's is pending: that one is
+// not ours to touch.
+func readPending(stateDir, id string) (*Checkpoint, error) {
+	rec, err := ReadCheckpoint(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if id != "" && rec.ID != id {
+		return nil, fmt.Errorf("checkpoint %s is gone, %s is pending: %w", id, rec.ID, ErrNoCheckpoint)
+	}
+	return rec, nil
+}
+
+// DiscardPending rolls back a checkpoint nobody committed (an interrupted
+// run of nmstatectl or of the handler): the change it guards was never
+// confirmed. It returns the checkpoint's id, or "" and nil when none is
+// pending.
+func DiscardPending(ctx context.Context, b Backend, stateDir string, ro RollbackOptions) (string, error) {
+	id, err := RollbackWithOptions(ctx, b, stateDir, ro)
+	if errors.Is(err, ErrNoCheckpoint) {
+		return "", nil
+	}
+	return id, err
 }
 
 func rollbackAndRemove(ctx context.Context, b Backend, stateDir string, rec *Checkpoint, o Options) error {

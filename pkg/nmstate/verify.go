@@ -70,6 +70,19 @@ func Verify(desired, current *State) error {
 	return verify(desired, current, true)
 }
 
+// Shows reports whether current already shows desired, by the rule an
+// apply is verified with: desired merged into current verifies against
+// current. It is the fixed point a caller checks before applying again
+// (a policy that is still in place, a first-boot file applied at an
+// earlier boot); a desired state that does not merge is not shown.
+func Shows(current, desired *State) bool {
+	m, err := Merge(desired, current)
+	if err != nil {
+		return false
+	}
+	return Verify(m.Desired, current) == nil
+}
+
 // verify is Verify; fast enables the typed fast path (verify_fast.go),
 // which tests turn off to compare against the generic path alone.
 func verify(desired, current *State, fast bool) error {

@@ -32,6 +32,15 @@ func Select(all []Probe, passed map[string]bool) []Probe {
 	return out
 }
 
+// Names are the probes' names, in order (for logs).
+func Names(probes []Probe) []string {
+	out := make([]string, len(probes))
+	for i, p := range probes {
+		out[i] = p.Name
+	}
+	return out
+}
+
 // Poll runs attempt every interval until it succeeds, timeout passes or ctx
 // ends; the error is the last attempt's.
 func Poll(ctx context.Context, timeout, interval time.Duration, attempt func(ctx context.Context) error) error {
