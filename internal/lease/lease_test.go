@@ -18,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -186,10 +187,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // leasesClient is an admin client of the Leases.
 func leasesClient(t *testing.T) kubernetes.Interface {
-	t.Helper()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // only a bad configuration fails here
 	}
 	return cs
 }
@@ -197,14 +197,23 @@ func leasesClient(t *testing.T) kubernetes.Interface {
 // holder reads the Lease's holder ("" for none or no Lease).
 func holder(t *testing.T, lease string) string {
 	t.Helper()
+	h, err := readHolder(t, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// readHolder is holder for goroutines other than the test's.
+func readHolder(t *testing.T, lease string) (string, error) {
 	l, err := leasesClient(t).CoordinationV1().Leases(namespace).Get(t.Context(), lease, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return ""
+		return "", nil
 	}
 	if err != nil {
-		t.Fatalf("lease %s: %v", lease, err)
+		return "", fmt.Errorf("lease %s: %w", lease, err)
 	}
-	return ptr.Deref(l.Spec.HolderIdentity, "")
+	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 }
 
 // setHolder writes the Lease as another holder (or none) would: holder,
@@ -231,6 +240,10 @@ func setHolder(t *testing.T, lease, who string, seconds int32) {
 		t.Fatalf("lease %s: %v", lease, err)
 	}
 }
+
+// leaseName is a fresh Lease name of the control plane, which -count
+// shares between runs.
+func leaseName(prefix string) string { return prefix + "-" + utilrand.String(5) }
 
 var errWork = errors.New("work failed")
 
@@ -271,7 +284,7 @@ func TestWorkStopsBeforeRelease(t *testing.T) {
 		wantErr:   errWork,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			lease := fmt.Sprintf("order-%d", i)
+			lease := leaseName(fmt.Sprintf("order-%d", i))
 			o := Options{LeaseDuration: tc.leaseDuration}
 			a := newContender(t, lease, "a", o)
 			b := newContender(t, lease, "b", o)
@@ -283,8 +296,8 @@ func TestWorkStopsBeforeRelease(t *testing.T) {
 				if n := working.Add(1); n != 1 {
 					ev.add("%s started with %d working", id, n)
 				}
-				if h := holder(t, lease); h != id {
-					ev.add("%s started while %q holds the lease", id, h)
+				if h, err := readHolder(t, lease); h != id {
+					ev.add("%s started while %q holds the lease (%v)", id, h, err)
 				}
 				ev.add("%s started", id)
 			}
@@ -367,7 +380,7 @@ func TestLostLeaseCampaignsAgain(t *testing.T) {
 		regain: func(_ *testing.T, a *contender, _ string) { a.trip.failAll.Store(false) },
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			lease := fmt.Sprintf("again-%d", i)
+			lease := leaseName(fmt.Sprintf("again-%d", i))
 			a := newContender(t, lease, "a", Options{})
 			var ev events
 			var term atomic.Int32
@@ -402,7 +415,7 @@ func TestLostLeaseCampaignsAgain(t *testing.T) {
 // the term with ErrNotStopped, and the Lease is kept: no one else may take
 // it at once while that work may still run.
 func TestWorkNotStopped(t *testing.T) {
-	const lease = "not-stopped"
+	lease := leaseName("not-stopped")
 	a := newContender(t, lease, "a", Options{LeaseDuration: time.Hour, StopTimeout: 100 * time.Millisecond})
 	stuck := make(chan struct{})
 	t.Cleanup(func() { close(stuck) })
@@ -424,7 +437,7 @@ func TestWorkNotStopped(t *testing.T) {
 // TestTermCtxEndedBeforeTaken: a contender waiting for a held Lease
 // returns when ctx ends, without working.
 func TestTermCtxEndedBeforeTaken(t *testing.T) {
-	const lease = "waiting"
+	lease := leaseName("waiting")
 	setLeaseHeld(t, lease, "someone-else")
 	b := newContender(t, lease, "b", Options{})
 	ctx, cancel := context.WithCancel(t.Context())
