@@ -178,10 +178,14 @@ func newManager(cfg *rest.Config, opts Options, m *metrics.Controller) (manager.
 		return nil, err
 	}
 	skip := true
-	// Run waits for a stopped term's manager to end before it campaigns
-	// again, so that two terms never write at once; it bounds that wait
-	// itself (termStopTimeout).
+	// With leader election, the term (internal/lease) waits for a stopped
+	// manager to end before it gives the Lease up, so that two terms never
+	// write at once, and bounds that wait itself (termStopTimeout); without,
+	// the manager bounds it.
 	waitForAll := time.Duration(-1)
+	if !opts.LeaderElect {
+		waitForAll = termStopTimeout
+	}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  opts.Logger,

@@ -15,23 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	"github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/lease"
 	"github.com/knmstate/knmstate/internal/metrics"
 )
-
-// ErrLeaseLost ends a term of the controller that could not renew its
-// leader Lease: another replica may act now, so this one stops writing.
-var ErrLeaseLost = errors.New("lost the leader lease")
-
-// errTermNotStopped ends Run: a term's manager did not stop within
-// termStopTimeout, and the next term must not start while it may still
-// write. Only the end of the process stops what is left of it.
-var errTermNotStopped = errors.New("term did not stop")
 
 const (
 	// retryFirst and retryMax bound the back-off between attempts to
@@ -44,6 +34,9 @@ const (
 	servedTimeout = 10 * time.Second
 	// termStopTimeout bounds the wait for a stopped term's manager: its
 	// reconcilers end with their context, so only a bug makes it longer.
+	// The next term must not start while it may still write: past it, Run
+	// ends (lease.ErrNotStopped) and only the end of the process stops
+	// what is left of it.
 	termStopTimeout = 30 * time.Second
 	// releaseTimeout bounds giving the Lease up.
 	releaseTimeout = 10 * time.Second
@@ -55,8 +48,9 @@ func newRetry() wait.Backoff {
 }
 
 // runTerms runs the controller's terms one after another until ctx ends.
-// A term is one fresh manager, run while this replica holds the Lease.
-// Losing the Lease ends the term (ErrLeaseLost) and it campaigns again,
+// A term is one fresh manager, run while this replica holds the Lease
+// (internal/lease: the manager has stopped before the Lease is given up).
+// Losing the Lease ends the term (lease.ErrLost) and it campaigns again,
 // in this process: a renewal fails whenever the API server is unreachable
 // for the renew deadline, and exiting instead made the kubelet restart
 // both replicas with a growing back-off, during which no rollout permit
@@ -65,6 +59,13 @@ func newRetry() wait.Backoff {
 // back-off, as is waiting for the API before a campaign.
 func runTerms(ctx context.Context, cfg *rest.Config, hc *http.Client, opts Options, m *metrics.Controller) error {
 	log := opts.Logger
+	var candidate *lease.Candidate
+	if opts.LeaderElect {
+		var err error
+		if candidate, err = newCandidate(cfg, hc, opts); err != nil {
+			return err
+		}
+	}
 	retry := newRetry()
 	n := 1
 	for {
@@ -72,16 +73,16 @@ func runTerms(ctx context.Context, cfg *rest.Config, hc *http.Client, opts Optio
 			return nil // ctx ended
 		}
 		begin := time.Now()
-		started, err := runTerm(ctx, cfg, hc, opts, m, n)
+		started, err := runTerm(ctx, candidate, cfg, opts, m, n)
 		if started {
 			n++
 		}
 		switch {
-		case errors.Is(err, errTermNotStopped):
+		case errors.Is(err, lease.ErrNotStopped):
 			return err
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, ErrLeaseLost):
+		case errors.Is(err, lease.ErrLost):
 			log.Info("lost the leader lease; campaigning again", "term", n-1)
 			retry = newRetry()
 			continue
@@ -101,94 +102,44 @@ func runTerms(ctx context.Context, cfg *rest.Config, hc *http.Client, opts Optio
 	}
 }
 
-// runTerm is one term of the controller: with leader election it waits
-// for the Lease, runs a fresh manager while it holds it, and gives it up
-// once the manager has stopped; without, it runs the manager until ctx
-// ends or it fails. started reports whether the manager ran (term n).
-func runTerm(ctx context.Context, cfg *rest.Config, hc *http.Client, opts Options, m *metrics.Controller, n int) (started bool, err error) {
-	if !opts.LeaderElect {
-		return true, runManager(ctx, cfg, opts, m, n)
-	}
+// newCandidate is the replica's candidate for the leader Lease.
+func newCandidate(cfg *rest.Config, hc *http.Client, opts Options) (*lease.Candidate, error) {
 	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
-		return false, fmt.Errorf("leader election client: %w", err)
+		return nil, fmt.Errorf("leader election client: %w", err)
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: opts.LeaderElectionNamespace, Name: opts.LeaderElectionID},
-		Client:     cs.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: opts.identity},
-	}
-	log := opts.Logger.WithValues("lease", opts.LeaderElectionNamespace+"/"+opts.LeaderElectionID, "identity", opts.identity)
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// The election hands over the context of its term; the manager runs
-	// here, not in the election's callback goroutine, so it has stopped
-	// before runTerm returns.
-	leading := make(chan context.Context, 1)
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:          lock,
-		LeaseDuration: opts.LeaseDuration,
-		RenewDeadline: opts.RenewDeadline,
-		RetryPeriod:   opts.RetryPeriod,
-		// Not client-go's ReleaseOnCancel: after a failed renewal it
-		// releases the Lease before it ends the term's context, so the
-		// next leader could start while this term still writes. runTerm
-		// releases it once the manager has stopped.
-		ReleaseOnCancel: false,
-		Name:            opts.LeaderElectionID,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(term context.Context) { leading <- term },
-			OnStoppedLeading: func() {},
-			OnNewLeader: func(identity string) {
-				if identity != opts.identity {
-					log.Info("waiting for the leader lease", "holder", identity)
-				}
-			},
+	log := opts.Logger
+	c, err := lease.New(cs.CoordinationV1(), lease.Options{
+		Namespace:      opts.LeaderElectionNamespace,
+		Name:           opts.LeaderElectionID,
+		Identity:       opts.identity,
+		LeaseDuration:  opts.LeaseDuration,
+		RenewDeadline:  opts.RenewDeadline,
+		RetryPeriod:    opts.RetryPeriod,
+		StopTimeout:    termStopTimeout,
+		ReleaseTimeout: releaseTimeout,
+		Log:            log,
+		OnNewLeader: func(holder string) {
+			log.Info("waiting for the leader lease", "lease", opts.LeaderElectionNamespace+"/"+opts.LeaderElectionID, "holder", holder)
 		},
 	})
 	if err != nil {
-		return false, fmt.Errorf("leader election: %w", err)
+		return nil, fmt.Errorf("leader election: %w", err)
 	}
-	log.Info("campaigning for the leader lease")
-	elected := make(chan struct{})
-	go func() {
-		defer close(elected)
-		elector.Run(runCtx)
-	}()
-	var term context.Context
-	select {
-	case term = <-leading:
-	case <-elected:
-		select {
-		case term = <-leading:
-		default:
-			return false, nil // ctx ended before the Lease was taken
-		}
+	return c, nil
+}
+
+// runTerm is one term of the controller: with leader election (candidate)
+// it waits for the Lease and runs a fresh manager while it holds it;
+// without, it runs the manager until ctx ends or it fails. started reports
+// whether the manager ran (term n).
+func runTerm(ctx context.Context, candidate *lease.Candidate, cfg *rest.Config, opts Options, m *metrics.Controller, n int) (started bool, err error) {
+	if candidate == nil {
+		return true, runManager(ctx, cfg, opts, m, n)
 	}
-	runErr := runManager(term, cfg, opts, m, n)
-	lost := term.Err() != nil && ctx.Err() == nil
-	// Ends the election (no more renewals) and waits for it.
-	cancel()
-	<-elected
-	if errors.Is(runErr, errTermNotStopped) {
-		// Keep the Lease: another leader must not start while this
-		// manager may still write; it expires when the process is gone.
-		return true, runErr
-	}
-	// Nothing of the term writes any more: whoever campaigns next may take
-	// the Lease at once instead of waiting for it to expire.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer rcancel()
-	if err := release(rctx, lock, opts.identity); err != nil {
-		log.V(1).Info("leader lease not released; it expires", "reason", err.Error())
-	}
-	switch {
-	case ctx.Err() != nil:
-		return true, nil
-	case lost:
-		return true, ErrLeaseLost
-	}
-	return true, runErr
+	return candidate.Term(ctx, func(term context.Context) error {
+		return runManager(term, cfg, opts, m, n)
+	})
 }
 
 // runManager runs term n's manager until term ends or the manager fails,
@@ -202,46 +153,11 @@ func runManager(term context.Context, cfg *rest.Config, opts Options, m *metrics
 	log := opts.Logger.WithValues("term", n)
 	log.Info("term started")
 	opts.onTerm(n, true)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(term) }()
-	select {
-	case err = <-done:
-	case <-term.Done():
-		select {
-		case err = <-done:
-		case <-time.After(termStopTimeout):
-			log.Info("term not stopped; the process must end", "waited", termStopTimeout)
-			return fmt.Errorf("controller term %d: %w within %v", n, errTermNotStopped, termStopTimeout)
-		}
-	}
+	err = mgr.Start(term)
 	opts.onTerm(n, false)
 	log.Info("term ended")
 	if err != nil {
 		return fmt.Errorf("controller term %d: %w", n, err)
-	}
-	return nil
-}
-
-// release gives the Lease up if this replica still holds it, as client-go
-// does on cancel: a one-second lease without holder.
-func release(ctx context.Context, lock *resourcelock.LeaseLock, identity string) error {
-	rec, _, err := lock.Get(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the lease: %w", err)
-	}
-	if rec.HolderIdentity != identity {
-		return nil
-	}
-	now := metav1.Now()
-	// Update is conditional on the version Get read: a Lease taken over
-	// meanwhile is left alone.
-	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{
-		LeaderTransitions:    rec.LeaderTransitions,
-		LeaseDurationSeconds: 1,
-		RenewTime:            now,
-		AcquireTime:          now,
-	}); err != nil {
-		return fmt.Errorf("releasing the lease: %w", err)
 	}
 	return nil
 }

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/knmstate/knmstate/internal/lease"
 )
 
 // Lock defaults: a handler that stops without releasing the lock (killed,
@@ -71,97 +70,45 @@ func (l *LockOptions) validate() error {
 	return errors.Join(errs...)
 }
 
-// ErrLockLost ends a term of the handler that could not renew its node
-// lock: another handler may own the node now, so this one stops working.
-var ErrLockLost = errors.New("lost the node lock")
-
-// runLocked runs the handler (run) while holding the node's Lease. Until
-// the Lease is held nothing else runs: no NodeNetworkState, no enactment,
-// no ready file. The Lease is released when ctx ends. Losing it stops the
-// handler's work (ErrLockLost) and it campaigns again, in this process:
-// a renewal fails whenever the node cannot reach the API server for the
-// renew deadline (an API server restart, a partition, a policy whose
-// probes run on a network it broke), and exiting instead made the kubelet
-// restart the pod with a growing back-off, up to five minutes during
-// which the node did nothing at all (test/faults).
+// runLocked runs the handler (run) while holding the node's Lease
+// (internal/lease). Until the Lease is held nothing else runs: no
+// NodeNetworkState, no enactment, no ready file. The Lease is released
+// when ctx ends, once the handler's work has stopped. Losing it stops the
+// handler's work, and only then is it given up (a second handler for the
+// node cannot start meanwhile); the handler then campaigns again, in this
+// process: a renewal fails whenever the node cannot reach the API server
+// for the renew deadline (an API server restart, a partition, a policy
+// whose probes run on a network it broke), and exiting instead made the
+// kubelet restart the pod with a growing back-off, up to five minutes
+// during which the node did nothing at all (test/faults).
 func runLocked(ctx context.Context, opts Options) error {
-	for {
-		err := runTerm(ctx, opts)
-		if !errors.Is(err, ErrLockLost) || ctx.Err() != nil {
-			return err
-		}
-		opts.Log.Info("lost the node lock: stopped, waiting to take it again", "node", opts.Node)
-	}
-}
-
-// runTerm is one term of the handler: it waits for the node lock and
-// runs the handler while it holds it.
-func runTerm(ctx context.Context, opts Options) error {
 	l := opts.Lock
 	cs, err := kubernetes.NewForConfig(apiConfig(opts))
 	if err != nil {
 		return fmt.Errorf("handler %s: node lock client: %w", opts.Node, err)
 	}
-	log := opts.Log.WithValues("node", opts.Node, "lease", l.Namespace+"/"+LeaseName(opts.Node), "identity", l.Identity)
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// The election hands over the context of its term; the handler runs
-	// here, not in the election's callback goroutine, so it has stopped
-	// before runLocked returns.
-	leading := make(chan context.Context, 1)
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: l.Namespace, Name: LeaseName(opts.Node)},
-			Client:     cs.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: l.Identity},
-		},
-		LeaseDuration:   l.LeaseDuration,
-		RenewDeadline:   l.RenewDeadline,
-		RetryPeriod:     l.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            "knmstate-handler-" + opts.Node,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(term context.Context) { leading <- term },
-			OnStoppedLeading: func() {},
-			OnNewLeader: func(identity string) {
-				if identity != l.Identity {
-					log.Info("waiting for the node lock", "holder", identity)
-				}
-			},
-		},
+	log := opts.Log.WithValues("node", opts.Node)
+	c, err := lease.New(cs.CoordinationV1(), lease.Options{
+		Namespace:     l.Namespace,
+		Name:          LeaseName(opts.Node),
+		Identity:      l.Identity,
+		LeaseDuration: l.LeaseDuration,
+		RenewDeadline: l.RenewDeadline,
+		RetryPeriod:   l.RetryPeriod,
+		Log:           log,
+		OnNewLeader:   func(holder string) { log.Info("waiting for the node lock", "holder", holder) },
+		OnLost:        func() { log.Info("lost the node lock: stopped, waiting to take it again") },
 	})
 	if err != nil {
 		return fmt.Errorf("handler %s: node lock: %w", opts.Node, err)
 	}
-	elected := make(chan struct{})
-	go func() {
-		defer close(elected)
-		elector.Run(runCtx)
-	}()
-	var term context.Context
-	select {
-	case term = <-leading:
-	case <-elected:
-		select {
-		case term = <-leading:
-		default:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("handler %s: node lock not taken", opts.Node)
-		}
+	err = c.Run(ctx, func(term context.Context) error {
+		log.Info("node lock taken")
+		return run(term, opts)
+	})
+	if errors.Is(err, lease.ErrNotStopped) {
+		// The handler's work names the node in its own errors.
+		return fmt.Errorf("handler %s: %w", opts.Node, err)
 	}
-	log.Info("node lock taken")
-	runErr := run(term, opts)
-	lost := term.Err() != nil && runCtx.Err() == nil
-	// Ends the term (the Lease is released if still held) and waits for it.
-	cancel()
-	<-elected
-	switch {
-	case ctx.Err() != nil:
-		return nil
-	case lost:
-		return fmt.Errorf("handler %s: %w", opts.Node, ErrLockLost)
-	}
-	return runErr
+	return err
 }
