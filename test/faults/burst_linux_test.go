@@ -117,7 +117,7 @@ interfaces:
 		t.Errorf("%d commits in the handlers' logs, want %d (one per policy)", commits, burstPolicies)
 	}
 	for _, n := range s.nodes {
-		out, err := s.exec(ctx, n, "ip", "-o", "link", "show", "type", "bridge")
+		out, err := s.lab.Exec(ctx, n, "", "ip", "-o", "link", "show", "type", "bridge")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func maxValue(m map[string]int) int {
 }
 
 // availablePolicies counts the policies whose Available condition is True.
-func (s *suite) availablePolicies(ctx context.Context) (avail, total int) {
+func (s *fixture) availablePolicies(ctx context.Context) (avail, total int) {
 	var l nmstatev1.NodeNetworkConfigurationPolicyList
 	if err := s.c.List(ctx, &l); err != nil {
 		return 0, 0
@@ -154,7 +154,7 @@ func (s *suite) availablePolicies(ctx context.Context) (avail, total int) {
 
 // apiRequests is the API server's count of requests served
 // (apiserver_request_total, every verb, resource and client).
-func (s *suite) apiRequests(ctx context.Context) (float64, error) {
+func (s *fixture) apiRequests(ctx context.Context) (float64, error) {
 	kube, err := kubernetes.NewForConfig(s.cfg)
 	if err != nil {
 		return 0, err

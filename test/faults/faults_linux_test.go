@@ -39,7 +39,7 @@ type rollout struct {
 	created   time.Time
 }
 
-func (s *suite) startRollout(t *testing.T, tag string) *rollout {
+func (s *fixture) startRollout(t *testing.T, tag string) *rollout {
 	t.Helper()
 	ctx := t.Context()
 	if err := s.reset(ctx); err != nil {
@@ -108,7 +108,7 @@ func (r *rollout) converge() time.Time {
 }
 
 // ended says whether every named policy ended, and describes them.
-func (s *suite) ended(ctx context.Context, names []string) (bool, string) {
+func (s *fixture) ended(ctx context.Context, names []string) (bool, string) {
 	var b strings.Builder
 	done := true
 	for _, name := range names {
@@ -374,7 +374,7 @@ func TestFaults(t *testing.T) {
 }
 
 // leader is the holder of the controller's leader Lease.
-func (s *suite) leader(t *testing.T) string {
+func (s *fixture) leader(t *testing.T) string {
 	t.Helper()
 	l := &coordinationv1.Lease{}
 	if err := s.c.Get(t.Context(), types.NamespacedName{Namespace: "nmstate", Name: "knmstate-controller"}, l); err != nil || l.Spec.HolderIdentity == nil {

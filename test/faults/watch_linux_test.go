@@ -65,7 +65,7 @@ type logEvent struct {
 // watcher records, for one case, every apply on every node and every
 // enactment and policy change.
 type watcher struct {
-	s      *suite
+	s      *fixture
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -91,7 +91,7 @@ type watcher struct {
 }
 
 // watch starts the watcher; stop ends it (the case's cleanup).
-func (s *suite) watch(ctx context.Context) (*watcher, error) {
+func (s *fixture) watch(ctx context.Context) (*watcher, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watcher{s: s, cancel: cancel, offsets: map[string]int64{}, rests: map[string][]byte{},
 		lastApplying: map[string]logEvent{}, phases: map[string]map[string]string{},
