@@ -16,6 +16,7 @@ import (
 
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // burstPolicies are created within burstWindow, each for one node, so
@@ -86,18 +87,13 @@ interfaces:
 		t.Logf("the burst took %v to create, more than %v", created, burstWindow)
 	}
 	var converged time.Duration
-	deadline := time.Now().Add(convergeTimeout)
-	for {
-		avail, total := s.availablePolicies(ctx)
-		if avail == burstPolicies {
-			converged = time.Since(begin)
-			break
+	suite.EventuallyEvery(t, convergeTimeout, 500*time.Millisecond, "the burst Available", func() error {
+		if avail, total := s.availablePolicies(ctx); avail != burstPolicies {
+			return fmt.Errorf("%d of %d burst policies Available (of %d listed)", avail, burstPolicies, total)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d burst policies Available (of %d listed) after %v", avail, burstPolicies, total, convergeTimeout)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		converged = time.Since(begin)
+		return nil
+	})
 	reqAfter, err := s.apiRequests(ctx)
 	if err != nil {
 		t.Fatal(err)

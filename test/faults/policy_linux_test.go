@@ -21,6 +21,7 @@ import (
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/extension"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 type (
@@ -113,18 +114,17 @@ func (s *fixture) reset(ctx context.Context) error {
 	if err := s.c.DeleteAllOf(ctx, &policy{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the policies: %w", err)
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	err := suite.Until(ctx, 3*time.Minute, 300*time.Millisecond, func() error {
 		var ps nmstatev1.NodeNetworkConfigurationPolicyList
 		var es nmstatev1beta1.NodeNetworkConfigurationEnactmentList
 		err := errors.Join(s.c.List(ctx, &ps), s.c.List(ctx, &es))
 		if err == nil && len(ps.Items) == 0 && len(es.Items) == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("policies and enactments not gone after reset: %d policies, %d enactments (%v)", len(ps.Items), len(es.Items), err)
-		}
-		time.Sleep(300 * time.Millisecond)
+		return fmt.Errorf("%d policies, %d enactments (%v)", len(ps.Items), len(es.Items), err)
+	})
+	if err != nil {
+		return fmt.Errorf("policies and enactments not gone after reset: %w", err)
 	}
 	for _, n := range s.nodes {
 		out, err := s.lab.Exec(ctx, n, "", "ip", "-o", "link", "show", "type", "bridge")
