@@ -50,7 +50,7 @@ test-web: ## the web views' unit tests (node's test runner), the console plugin'
 	cd web/plugin && npm test
 
 test-ui: setup build ## the web views in headless chromium against a lab, the console plugin's modules against an API server (docs/ui.md)
-	$(GO) test -count=1 -timeout 10m ./test/ui/ ./test/consoleplugin/
+	$(GO) test -count=1 -timeout 10m ./test/ui/ ./test/consoleplugin/ -args -suite.knmstate=$(CURDIR)/bin/knmstate
 
 .PHONY: images
 # The images carry the binary a node runs: knmstate without the test bed
@@ -91,14 +91,19 @@ test: setup web $(TESTREPORT) ## the whole test suite
 	$(MAKE) test-kubelet
 	$(MAKE) test-kernel
 
+# The binary and images under test of make build images, as every lab suite
+# reads them (internal/testbed/suite: -suite.knmstate, -suite.images and
+# -suite.kubelet; a suite run without them builds or finds its own).
+SUITE_ARGS = -suite.knmstate=$(CURDIR)/bin/knmstate -suite.images=$(CURDIR)/bin/images
+
 test-kubelet: setup build images $(TESTREPORT) ## the e2e suite (as inside a container), the rollback tests, the operator suite and the OpenShift suite on kubelet-mode labs: knmstate as pods from bin/images
-	$(call gotest-in-container,e2ekubelet,-count=1 -timeout 15m ./test/e2e/ -args -e2e.kubelet -e2e.knmstate=$(CURDIR)/bin/knmstate -e2e.images=$(CURDIR)/bin/images)
-	$(call gotest,cluster,-count=1 -timeout 15m ./test/cluster/ -run 'TestRollback|TestBrokenDefaultRoute|TestSecondHandlerWaitsForNodeLock|TestPendingCheckpoint' -args -cluster.kubelet -cluster.knmstate=$(CURDIR)/bin/knmstate -cluster.images=$(CURDIR)/bin/images)
-	$(call gotest,operator,-count=1 -tags kubelet -timeout 20m ./test/operator/ -args -operator.knmstate=$(CURDIR)/bin/knmstate -operator.images=$(CURDIR)/bin/images)
-	$(call gotest,openshift,-count=1 -tags kubelet -timeout 15m ./test/openshift/ -args -openshift.knmstate=$(CURDIR)/bin/knmstate -openshift.images=$(CURDIR)/bin/images)
+	$(call gotest-in-container,e2ekubelet,-count=1 -timeout 15m ./test/e2e/ -args $(SUITE_ARGS) -suite.kubelet)
+	$(call gotest,cluster,-count=1 -timeout 15m ./test/cluster/ -run 'TestRollback|TestBrokenDefaultRoute|TestSecondHandlerWaitsForNodeLock|TestPendingCheckpoint' -args $(SUITE_ARGS) -suite.kubelet)
+	$(call gotest,operator,-count=1 -tags kubelet -timeout 20m ./test/operator/ -args $(SUITE_ARGS))
+	$(call gotest,openshift,-count=1 -tags kubelet -timeout 15m ./test/openshift/ -args $(SUITE_ARGS))
 
 test-faults: setup build images $(TESTREPORT) ## the fault suite on a 5-node kubelet lab: control plane, controller leader, handlers and nodes killed, a node cut off, a burst of policies, mid-rollout (docs/reliability.md)
-	$(call gotest,faults,-count=1 -tags kubelet -timeout 40m -v -run 'TestFaults|TestBurst' ./test/faults/ -args -faults.knmstate=$(CURDIR)/bin/knmstate -faults.images=$(CURDIR)/bin/images)
+	$(call gotest,faults,-count=1 -tags kubelet -timeout 40m -v -run 'TestFaults|TestBurst' ./test/faults/ -args $(SUITE_ARGS))
 
 # The lab and e2e packages run once in make test: inside a container
 # (private mount namespace, fresh /run), the stricter place, not also bare.

@@ -11,7 +11,7 @@
 //
 // They run in `make test` (go test ./test/cluster/, about 2.5 minutes).
 //
-// -args -cluster.knmstate=PATH runs the lab with a prebuilt knmstate binary
+// -args -suite.knmstate=PATH runs the lab with a prebuilt knmstate binary
 // instead of building cmd/knmstate. Closing-note figures are logged as
 // lines starting with FIGURE (run with -v).
 package cluster

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 var (
@@ -206,7 +207,7 @@ func waitDHCP(t *testing.T, c *cluster, node, link string) {
 	nl := c.netlink(t, node)
 	eth0 := netip.MustParseAddr(c.node(t, node).Address)
 	var got []netip.Prefix
-	eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
+	suite.EventuallyEvery(t, 30*time.Second, 100*time.Millisecond, "", suite.Cond(func() bool {
 		got = addrsOf(t, nl, link)
 		for _, a := range got {
 			if switchNet.Contains(a.Addr()) && a.Addr() != eth0 && a.Bits() == 24 {
@@ -216,7 +217,7 @@ func waitDHCP(t *testing.T, c *cluster, node, link string) {
 		return false
 	}, func() string {
 		return fmt.Sprintf("node %s: %s has IPv4 %v, want a DHCP lease in %s", node, link, got, switchNet)
-	})
+	}))
 }
 
 func checkAddress(link, want string) func(*testing.T, *cluster, string) {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // eth2Static is a desired state giving eth2 one static address.
@@ -133,10 +134,10 @@ func killAndWaitRestart(t *testing.T, c *cluster, node string, pid int) int {
 		t.Fatalf("kill handler %d: %v", pid, err)
 	}
 	var now int
-	eventually(t, time.Minute, 50*time.Millisecond, func() bool {
+	suite.EventuallyEvery(t, time.Minute, 50*time.Millisecond, "", suite.Cond(func() bool {
 		now = c.handlerPID(t, node)
 		return now != 0 && now != pid
-	}, func() string { return fmt.Sprintf("node %s: handler not restarted after kill of %d", node, pid) })
+	}, func() string { return fmt.Sprintf("node %s: handler not restarted after kill of %d", node, pid) }))
 	return now
 }
 
@@ -192,18 +193,17 @@ func TestCrashBetweenApplyAndCommit(t *testing.T) {
 	c.setNodeLabel(t, node, label, nil)
 	rolledBack := countInLog(t, c, node, "rolled back pending checkpoint")
 	newPID := killAndWaitRestart(t, c, node, pid)
-	eventually(t, time.Minute, 20*time.Millisecond, func() bool { return !checkpointExists(c.checkpointPath(node)) },
-		func() string { return "checkpoint still pending after the handler's restart" })
+	suite.EventuallyEvery(t, time.Minute, 20*time.Millisecond, "", suite.Cond(func() bool { return !checkpointExists(c.checkpointPath(node)) },
+		func() string { return "checkpoint still pending after the handler's restart" }))
 	if diff := cmp.Diff(before, snapshot(t, nl)); diff != "" {
 		t.Errorf("node %s after restart differs from its pre-apply state (-before +after):\n%s", node, diff)
 	}
 	// The log line follows the record's removal.
-	eventually(t, 10*time.Second, 20*time.Millisecond,
-		func() bool { return countInLog(t, c, node, "rolled back pending checkpoint") == rolledBack+1 },
+	suite.EventuallyEvery(t, 10*time.Second, 20*time.Millisecond, "", suite.Cond(func() bool { return countInLog(t, c, node, "rolled back pending checkpoint") == rolledBack+1 },
 		func() string {
 			return fmt.Sprintf("handler %d logged %d rollbacks of a pending checkpoint, want 1",
 				newPID, countInLog(t, c, node, "rolled back pending checkpoint")-rolledBack)
-		})
+		}))
 	c.waitEnactments(t, p.Name, nil, time.Minute)
 
 	v := "yes"
@@ -292,10 +292,10 @@ routes:
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, 50*time.Millisecond, func() bool {
+	suite.EventuallyEvery(t, time.Minute, 50*time.Millisecond, "", suite.Cond(func() bool {
 		n := c.handlerPID(t, node)
 		return n != 0 && n != pid
-	}, func() string { return "handler not restarted" })
+	}, func() string { return "handler not restarted" }))
 	// Time for the new handler's reconciler to go through the three
 	// policies (it writes nothing when there is nothing to do, so there is
 	// no event to wait for).

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/netip"
 	"os"
@@ -29,23 +28,14 @@ import (
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
-// binDir holds the binary under test, built once by TestMain: knmstate
-// (which also runs the nodes' DHCP runtime as `knmstate nmstatectl`).
-var binDir string
-
-// knmstateBin, when set, is the knmstate binary under test instead of one
-// built from cmd/knmstate (e.g. a build with work in progress).
-var knmstateBin = flag.String("cluster.knmstate", "", "knmstate binary to run the lab with (default: build cmd/knmstate)")
-
-// kubeletMode runs the labs with real kubelets and the handler as pods
-// (make test-kubelet runs the rollback tests this way); imagesDir holds
-// the images of make images the pods run, which hold -cluster.knmstate.
-var (
-	kubeletMode = flag.Bool("cluster.kubelet", false, "start the labs in kubelet mode (knmstate as pods; needs -cluster.knmstate and -cluster.images from make build images)")
-	imagesDir   = flag.String("cluster.images", "", "images of make images (kubelet mode)")
-)
+// kit is the suite's, from TestMain: the knmstate binary under test
+// (-suite.knmstate, or built from cmd/knmstate) and the labs' mode
+// (-suite.kubelet: real kubelets and the handler as pods from
+// -suite.images; make test-kubelet runs the rollback tests this way).
+var kit *suite.Kit
 
 // handlerArgs are the handlerFlags the binary under test knows.
 var handlerArgs []string
@@ -64,43 +54,14 @@ var sharedLabState struct {
 	lab *cluster
 }
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	flag.Parse()
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "test/cluster needs root (network namespaces): run it as root")
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "knmstate-cluster-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	for _, name := range []string{"knmstate"} {
-		if name == "knmstate" && *knmstateBin != "" {
-			b, err := os.ReadFile(*knmstateBin)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, name), b, 0o755)
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "copying %s: %v\n", *knmstateBin, err)
-				return 1
-			}
-			continue
-		}
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/knmstate/knmstate/cmd/"+name)
-		if b, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", name, err, b)
-			return 1
-		}
-	}
-	handlerArgs = knownHandlerFlags(filepath.Join(dir, "knmstate"))
-	code := m.Run()
-	downShared()
-	return code
+func TestMain(m *testing.M) {
+	os.Exit(suite.Main(m, suite.Options{Name: "cluster", BuildKnmstate: true, NeedRoot: true}, func(k *suite.Kit) int {
+		kit = k
+		handlerArgs = knownHandlerFlags(k.Knmstate)
+		code := m.Run()
+		downShared()
+		return code
+	}))
 }
 
 // handlerFlags shorten the handler's probe timeouts and retries for the
@@ -137,6 +98,7 @@ func knownHandlerFlags(bin string) []string {
 // cluster is one running lab and the clients to reach it.
 type cluster struct {
 	name, dir string
+	lab       *suite.Lab
 	st        *lab.State
 	cfg       *rest.Config
 	c         client.Client
@@ -149,7 +111,7 @@ func sharedLab(t *testing.T) *cluster {
 	sharedLabState.mu.Lock()
 	defer sharedLabState.mu.Unlock()
 	if sharedLabState.lab == nil {
-		c, err := startLab(t.Context(), "s", 3)
+		c, err := startLab(t.Context(), "s", 3, func(*suite.Lab) {})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,8 +127,8 @@ func downShared() {
 	if sharedLabState.lab == nil {
 		return
 	}
-	if err := lab.Down(context.Background(), sharedLabState.lab.name, sharedLabState.lab.dir); err != nil {
-		fmt.Fprintf(os.Stderr, "lab down %s: %v\n", sharedLabState.lab.name, err)
+	if err := sharedLabState.lab.lab.Down(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
 	sharedLabState.lab = nil
 }
@@ -174,47 +136,46 @@ func downShared() {
 // newLab starts a lab of its own for one test, removed when the test ends.
 func newLab(t *testing.T, tag string, nodes int) *cluster {
 	t.Helper()
-	name, dir := labNames(tag)
-	t.Cleanup(func() {
-		if err := lab.Down(context.Background(), name, dir); err != nil {
-			t.Errorf("cleanup: lab down: %v", err)
-		}
+	c, err := startLab(t.Context(), tag, nodes, func(l *suite.Lab) {
+		t.Cleanup(func() {
+			if err := l.Down(context.Background()); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		})
 	})
-	c, err := startLab(t.Context(), tag, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func labNames(tag string) (name, dir string) {
-	name = "c" + strconv.Itoa(os.Getpid()) + tag
-	return name, filepath.Join(os.TempDir(), "knmstate-cluster-"+name)
-}
-
-// startLab brings a lab up. The lab is the fixture, not the subject: a
-// start-up that fails (seen under load: a node runtime giving up on DHCPv6
-// for eth0) is retried once, and the first failure is printed.
-func startLab(ctx context.Context, tag string, nodes int) (*cluster, error) {
-	name, dir := labNames(tag)
-	begin := time.Now()
-	opts := lab.Options{Name: name, Dir: dir, Nodes: nodes, Binary: filepath.Join(binDir, "knmstate"), Heartbeat: time.Second, HandlerArgs: handlerArgs,
-		Kubelet: *kubeletMode, Images: *imagesDir}
-	st, err := lab.Up(ctx, opts)
+// startLab brings a lab up with the kit, which takes it down when the
+// suite ends unless owned (called with each lab started) does before. The
+// lab is the fixture, not the subject: a start-up that fails (seen under
+// load: a node runtime giving up on DHCPv6 for eth0) is retried once, and
+// the first failure is printed.
+func startLab(ctx context.Context, tag string, nodes int, owned func(*suite.Lab)) (*cluster, error) {
+	opts := lab.Options{Name: "c" + strconv.Itoa(os.Getpid()) + tag, Nodes: nodes, Heartbeat: time.Second, HandlerArgs: handlerArgs,
+		Kubelet: kit.Kubelet}
+	l, err := kit.Up(ctx, opts)
+	owned(l)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lab up (%d nodes) failed, retrying once: %v\n", nodes, err)
-		st, err = lab.Up(ctx, opts)
+		if derr := l.Down(context.Background()); derr != nil {
+			return nil, fmt.Errorf("%w; then %w", err, derr)
+		}
+		l, err = kit.Up(ctx, opts)
+		owned(l)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lab up (%d nodes): %w", nodes, err)
 	}
-	fmt.Fprintf(os.Stderr, "lab %s: %d nodes up in %v\n", name, nodes, time.Since(begin).Round(time.Millisecond))
-	c := &cluster{name: name, dir: dir, st: st}
+	c := &cluster{name: l.Name, dir: l.Dir, lab: l, st: l.State}
 	fail := func(err error) (*cluster, error) {
-		_ = lab.Down(context.Background(), name, dir)
+		_ = l.Down(context.Background())
 		return nil, err
 	}
-	if c.cfg, err = clientcmd.BuildConfigFromFlags("", st.Kubeconfig); err != nil {
+	if c.cfg, err = clientcmd.BuildConfigFromFlags("", c.st.Kubeconfig); err != nil {
 		return fail(err)
 	}
 	c.cfg.QPS, c.cfg.Burst = 200, 400 // 50 ms sampling must not be throttled
@@ -406,17 +367,4 @@ func rssKiB(pid int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
-}
-
-// eventually polls cond every interval until it returns true or timeout
-// passes; it fails the test with what describe says then.
-func eventually(t testing.TB, timeout, interval time.Duration, cond func() bool, describe func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", timeout, describe())
-		}
-		time.Sleep(interval)
-	}
 }

@@ -84,9 +84,9 @@ func TestNNSShowsInterfaceCreatedOutsideHandler(t *testing.T) {
 	nl := c.netlink(t, node)
 	w := watchFromNow(t, c, nnsGVR, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
 
-	// waitFor returns when the NodeNetworkState shows (or no longer shows)
-	// the interface, and when its event arrived.
-	waitFor := func(name string, present bool) time.Time {
+	// reported returns when the NodeNetworkState's watch shows (or no
+	// longer shows) the interface, and when its event arrived.
+	reported := func(name string, present bool) time.Time {
 		t.Helper()
 		timeout := time.After(30 * time.Second)
 		for {
@@ -117,12 +117,12 @@ func TestNNSShowsInterfaceCreatedOutsideHandler(t *testing.T) {
 		if err := nl.LinkAdd(br); err != nil {
 			t.Fatalf("node %s: add bridge %s: %v", node, name, err)
 		}
-		add = append(add, waitFor(name, true).Sub(t0))
+		add = append(add, reported(name, true).Sub(t0))
 		t0 = time.Now()
 		if err := nl.LinkDel(br); err != nil {
 			t.Fatalf("node %s: delete bridge %s: %v", node, name, err)
 		}
-		del = append(del, waitFor(name, false).Sub(t0))
+		del = append(del, reported(name, false).Sub(t0))
 	}
 	slices.Sort(add)
 	slices.Sort(del)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // lockNode is the node whose handler gets a second one in the node lock
@@ -98,8 +99,8 @@ func TestSecondHandlerWaitsForNodeLock(t *testing.T) {
 func secondHandlerProcess(t *testing.T, c *cluster) {
 	const lease = 15 * time.Second // the handler's default
 	first := "lab-handler-" + lockNode
-	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool { return leaseHolder(t, c, lockNode) == first },
-		func() string { return "the lab's handler holds no node lock: " + leaseHolder(t, c, lockNode) })
+	suite.EventuallyEvery(t, 30*time.Second, 200*time.Millisecond, "", suite.Cond(func() bool { return leaseHolder(t, c, lockNode) == first },
+		func() string { return "the lab's handler holds no node lock: " + leaseHolder(t, c, lockNode) }))
 	pid := c.handlerPID(t, lockNode)
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
@@ -135,17 +136,17 @@ func secondHandlerProcess(t *testing.T, c *cluster) {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			_ = cmd.Wait()
 		}
-		eventually(t, 2*lease, 200*time.Millisecond, func() bool { return leaseHolder(t, c, lockNode) == first },
+		suite.EventuallyEvery(t, 2*lease, 200*time.Millisecond, "", suite.Cond(func() bool { return leaseHolder(t, c, lockNode) == first },
 			func() string {
 				return "the lab's handler did not take its node lock back: " + leaseHolder(t, c, lockNode)
-			})
+			}))
 	})
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	logText := func() string { b, _ := os.ReadFile(logFile); return string(b) }
-	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool { return strings.Contains(logText(), "waiting for the node lock") },
-		func() string { return "the second handler does not say it waits:\n" + logText() })
+	suite.EventuallyEvery(t, 30*time.Second, 200*time.Millisecond, "", suite.Cond(func() bool { return strings.Contains(logText(), "waiting for the node lock") },
+		func() string { return "the second handler does not say it waits:\n" + logText() }))
 	window := 10 * time.Second
 	time.Sleep(window)
 	if _, err := os.Stat(ready); err == nil {
@@ -163,8 +164,8 @@ func secondHandlerProcess(t *testing.T, c *cluster) {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
-	eventually(t, 2*lease, 100*time.Millisecond, func() bool { _, err := os.Stat(ready); return err == nil },
-		func() string { return "the second handler did not take over:\n" + logText() })
+	suite.EventuallyEvery(t, 2*lease, 100*time.Millisecond, "", suite.Cond(func() bool { _, err := os.Stat(ready); return err == nil },
+		func() string { return "the second handler did not take over:\n" + logText() }))
 	took := time.Since(stopped)
 	t.Logf("takeover %v after the first handler froze (lease %v); second handler's writes since: %d",
 		took.Round(100*time.Millisecond), lease, len(writesBy(t, c, second)))
@@ -180,9 +181,9 @@ func secondHandlerProcess(t *testing.T, c *cluster) {
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+	suite.EventuallyEvery(t, 30*time.Second, 200*time.Millisecond, "", suite.Cond(func() bool {
 		return strings.Contains(string(c.handlerLogText(t, lockNode)), "lost the node lock")
-	}, func() string { return "the first handler's log does not say it lost the node lock" })
+	}, func() string { return "the first handler's log does not say it lost the node lock" }))
 	if h := leaseHolder(t, c, lockNode); h != second {
 		t.Errorf("node lock holder %q after the first handler thawed, want %s", h, second)
 	}
@@ -191,10 +192,10 @@ func secondHandlerProcess(t *testing.T, c *cluster) {
 	released := time.Now()
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	_ = cmd.Wait()
-	eventually(t, lease, 100*time.Millisecond, func() bool { return leaseHolder(t, c, lockNode) == first },
+	suite.EventuallyEvery(t, lease, 100*time.Millisecond, "", suite.Cond(func() bool { return leaseHolder(t, c, lockNode) == first },
 		func() string {
 			return "the lab's handler did not take the released lock: " + leaseHolder(t, c, lockNode)
-		})
+		}))
 	t.Logf("takeover of a released lock: %v", time.Since(released).Round(100*time.Millisecond))
 }
 
@@ -263,23 +264,23 @@ func secondHandlerPod(t *testing.T, c *cluster) {
 			}
 		}
 		// The lab's own handler pod takes the node back.
-		eventually(t, 2*time.Minute, 500*time.Millisecond, func() bool {
+		suite.EventuallyEvery(t, 2*time.Minute, 500*time.Millisecond, "", suite.Cond(func() bool {
 			p := pods(ds.Spec.Selector.MatchLabels)
 			return len(p) == 1 && ready(p[0])
-		}, func() string { return "the first DaemonSet's handler pod is not Ready again" })
+		}, func() string { return "the first DaemonSet's handler pod is not Ready again" }))
 	})
 	if err := c.c.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
 	var pod corev1.Pod
-	eventually(t, 2*time.Minute, 500*time.Millisecond, func() bool {
+	suite.EventuallyEvery(t, 2*time.Minute, 500*time.Millisecond, "", suite.Cond(func() bool {
 		ps := pods(sel)
 		if len(ps) == 1 && ps[0].Status.Phase == corev1.PodRunning {
 			pod = ps[0]
 			return true
 		}
 		return false
-	}, func() string { return "the second handler pod is not running" })
+	}, func() string { return "the second handler pod is not running" }))
 	window := 20 * time.Second
 	time.Sleep(window)
 	if p := pods(sel); len(p) != 1 || ready(p[0]) {
@@ -302,10 +303,10 @@ func secondHandlerPod(t *testing.T, c *cluster) {
 	if err := c.c.Delete(ctx, &firsts[0]); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, 200*time.Millisecond, func() bool { p := pods(sel); return len(p) == 1 && ready(p[0]) },
+	suite.EventuallyEvery(t, time.Minute, 200*time.Millisecond, "", suite.Cond(func() bool { p := pods(sel); return len(p) == 1 && ready(p[0]) },
 		func() string {
 			return "the second handler pod did not take over; lock holder " + leaseHolder(t, c, lockNode)
-		})
+		}))
 	t.Logf("second handler pod Ready %v after the first pod's deletion (lock holder %s)",
 		time.Since(deleted).Round(100*time.Millisecond), leaseHolder(t, c, lockNode))
 	if h := leaseHolder(t, c, lockNode); h != pod.Name {

@@ -43,7 +43,7 @@ func TestPendingCheckpointRolledBackByNextPolicy(t *testing.T) {
 	stateDir := c.stateDir(pendingNode)
 	args := []string{"nmstatectl", "--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--state-dir", stateDir,
 		"apply", "--no-commit", "--timeout", "60"}
-	cmd := exec.Command(filepath.Join(binDir, "knmstate"), args...)
+	cmd := exec.Command(kit.Knmstate, args...)
 	cmd.Stdin = strings.NewReader(bridgeNoPorts)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -57,7 +57,7 @@ func TestPendingCheckpointRolledBackByNextPolicy(t *testing.T) {
 				_ = syscall.Kill(pid, syscall.SIGTERM)
 			}
 		}
-		clean := exec.Command(filepath.Join(binDir, "knmstate"), "nmstatectl", "--netns", n.NetNS, "--resolv-conf", n.ResolvConf,
+		clean := exec.Command(kit.Knmstate, "nmstatectl", "--netns", n.NetNS, "--resolv-conf", n.ResolvConf,
 			"--state-dir", stateDir, "apply", "-")
 		clean.Stdin = strings.NewReader("interfaces:\n- {name: brpending, type: linux-bridge, state: absent}\n")
 		if out, err := clean.CombinedOutput(); err != nil {

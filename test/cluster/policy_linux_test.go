@@ -21,6 +21,7 @@ import (
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 type (
@@ -196,16 +197,16 @@ func describe(es []enactment) string {
 // policy; it polls every 50 ms (the resolution of the timings logged).
 func (c *cluster) waitPolicy(t testing.TB, name string, ty shared.ConditionType, timeout time.Duration) *policy {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		p := &policy{}
+	var p *policy
+	ended := false
+	err := suite.Until(t.Context(), timeout, 50*time.Millisecond, func() error {
+		p = &policy{}
 		err := c.c.Get(t.Context(), types.NamespacedName{Name: name}, p)
 		if err == nil && isTrue(p.Status.Conditions, ty) {
-			return p
+			return nil
 		}
 		// Waiting for Available on a policy whose rollout has ended
 		// Degraded would only wait for the timeout.
-		ended := false
 		if err == nil && ty == shared.NodeNetworkConfigurationPolicyConditionAvailable &&
 			isTrue(p.Status.Conditions, shared.NodeNetworkConfigurationPolicyConditionDegraded) {
 			es, lerr := c.enactments(t.Context(), name)
@@ -216,43 +217,55 @@ func (c *cluster) waitPolicy(t testing.TB, name string, ty shared.ConditionType,
 				}
 			}
 		}
-		if ended || time.Now().After(deadline) {
-			es, _ := c.enactments(t.Context(), name)
-			var conds []string
-			for _, c := range p.Status.Conditions {
-				conds = append(conds, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Message))
-			}
-			t.Fatalf("policy %s not %s after %v (%v): conditions %v; enactments:%s", name, ty, timeout, err, conds, describe(es))
+		if ended {
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		if err == nil {
+			err = errors.New("not yet")
+		}
+		return err
+	})
+	if ended || err != nil {
+		es, _ := c.enactments(t.Context(), name)
+		var conds []string
+		for _, c := range p.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Message))
+		}
+		if ended {
+			err = errors.New("its rollout ended")
+		}
+		t.Fatalf("policy %s not %s (%v): conditions %v; enactments:%s", name, ty, err, conds, describe(es))
 	}
+	return p
 }
 
 // waitEnactments waits until the policy's enactments are exactly on nodes
 // and each is in one of the phases ok for the policy's generation.
 func (c *cluster) waitEnactments(t testing.TB, name string, nodes []string, timeout time.Duration, ok ...string) []enactment {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var es []enactment
+	suite.EventuallyEvery(t, timeout, 100*time.Millisecond, fmt.Sprintf("policy %s: enactments on %v in phases %v", name, nodes, ok), func() error {
 		p := c.getPolicy(t, name)
-		es, err := c.enactments(t.Context(), name)
-		if err == nil && len(es) == len(nodes) {
-			done := true
-			for i := range es {
-				want := shared.EnactmentName(nodes[i], name)
-				if es[i].Name != want || !contains(ok, phaseOf(&es[i], p.Generation)) {
-					done = false
-				}
+		var err error
+		es, err = c.enactments(t.Context(), name)
+		if err != nil {
+			return err
+		}
+		done := len(es) == len(nodes)
+		for i := range es {
+			if !done {
+				break
 			}
-			if done {
-				return es
+			if es[i].Name != shared.EnactmentName(nodes[i], name) || !contains(ok, phaseOf(&es[i], p.Generation)) {
+				done = false
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("policy %s: enactments not on %v in phases %v after %v (%v):%s", name, nodes, ok, timeout, err, describe(es))
+		if !done {
+			return errors.New(describe(es))
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return es
 }
 
 func contains(l []string, s string) bool {

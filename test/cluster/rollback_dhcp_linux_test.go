@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 	"github.com/knmstate/knmstate/pkg/noded"
 )
 
@@ -75,21 +76,21 @@ routes:
     table-id: 254
 `)
 	var after noded.InstalledLease
-	eventually(t, time.Minute, 250*time.Millisecond, func() bool {
+	suite.EventuallyEvery(t, time.Minute, 250*time.Millisecond, "", suite.Cond(func() bool {
 		var ok bool
 		after, ok = eth0Lease(t, c, rollbackNode)
 		return ok && after.Expires.After(before.Expires) && after.Expires.After(begin)
 	}, func() string {
 		return "no DHCP lease of eth0 acquired after the rollback began (before: " + before.Expires.String() +
 			", now: " + after.Expires.String() + ")"
-	})
+	}))
 	if after.Address != before.Address {
 		t.Errorf("eth0 lease after the rollback %s, before %s", after.Address, before.Address)
 	}
-	eventually(t, 30*time.Second, 250*time.Millisecond, func() bool { return nnsDHCP4(t, c, rollbackNode, "eth0") },
+	suite.EventuallyEvery(t, 30*time.Second, 250*time.Millisecond, "", suite.Cond(func() bool { return nnsDHCP4(t, c, rollbackNode, "eth0") },
 		func() string {
 			return "the node network state does not show eth0 with ipv4 dhcp: true after the rollback"
-		})
+		}))
 	// And it stays on DHCP (upstream checks the flag for a while).
 	time.Sleep(5 * time.Second)
 	if l, ok := eth0Lease(t, c, rollbackNode); !ok || l.Address != before.Address {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // rolloutTracker follows one policy's rollout two ways: a List every 50 ms
@@ -201,7 +202,7 @@ interfaces:
 		tr, stop := trackRollout(t, c, p.Name)
 		c.create(t, p)
 		var es []enactment
-		eventually(t, 4*time.Minute, 200*time.Millisecond, func() bool {
+		suite.EventuallyEvery(t, 4*time.Minute, 200*time.Millisecond, "", suite.Cond(func() bool {
 			var err error
 			es, err = c.enactments(t.Context(), p.Name)
 			if err != nil || len(es) != len(nodes) {
@@ -214,7 +215,7 @@ interfaces:
 				}
 			}
 			return true
-		}, func() string { return "enactments did not all end Failed or Aborted:" + describe(es) })
+		}, func() string { return "enactments did not all end Failed or Aborted:" + describe(es) }))
 		time.Sleep(time.Second) // the controller's last status write
 		stop()
 		g := c.getPolicy(t, p.Name).Generation

@@ -32,6 +32,7 @@ import (
 
 	"github.com/knmstate/knmstate/internal/consoleplugin"
 	"github.com/knmstate/knmstate/internal/manifest"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 	"github.com/knmstate/knmstate/internal/testbed/testenv"
 	"github.com/knmstate/knmstate/web/plugin"
 )
@@ -44,7 +45,15 @@ const hostDir = "../../web/plugin/build/host"
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.RunMain(m, &env))
+	os.Exit(suite.Main(m, suite.Options{Name: "consoleplugin"}, func(k *suite.Kit) int {
+		e, err := k.ControlPlane(context.Background())
+		if err != nil {
+			k.Logf("%v", err)
+			return 1
+		}
+		env = e
+		return m.Run()
+	}))
 }
 
 // serveCert makes a CA (the service CA's stand-in) and a serving

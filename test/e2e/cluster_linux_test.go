@@ -17,7 +17,7 @@ import (
 // TestNodes: kubectl sees the lab's three nodes, Ready, with the labels
 // the examples select on.
 func TestNodes(t *testing.T) {
-	out := kubectl(t, "get", "nodes", "-o", "json")
+	out := c.kubectl.Must(t, "get", "nodes", "-o", "json")
 	var list struct {
 		Items []struct {
 			Metadata struct {
@@ -59,7 +59,7 @@ func TestNodes(t *testing.T) {
 // kernel inside the node really has: eth0..eth2 and eth0's DHCP address.
 func TestNodeNetworkStates(t *testing.T) {
 	for _, n := range c.state.Nodes {
-		out := kubectl(t, "get", "nns", n.Name, "-o", "json")
+		out := c.kubectl.Must(t, "get", "nns", n.Name, "-o", "json")
 		var nns struct {
 			Status struct {
 				CurrentState struct {
@@ -113,7 +113,7 @@ func TestNodeNetworkStates(t *testing.T) {
 func TestExamplesAcceptedByTheAPI(t *testing.T) {
 	for _, f := range exampleFiles(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
-			out := kubectl(t, "apply", "--dry-run=server", "-f", f)
+			out := c.kubectl.Must(t, "apply", "--dry-run=server", "-f", f)
 			if !strings.Contains(out, "(server dry run)") {
 				t.Errorf("kubectl apply --dry-run=server -f %s: %q", f, out)
 			}

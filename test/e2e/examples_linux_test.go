@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // outcome is what an example is expected to end as in the lab.
@@ -149,7 +151,7 @@ var examples = []example{
 	{file: "per-interface-ipv4-forwarding.yaml", policy: "per-interface-ipv4-forwarding", nodes: allNodes, check: func(t *testing.T) {
 		dhcpOnEth1(allNodes)(t)
 		for _, n := range allNodes {
-			if got := strings.TrimSpace(nodeExec(t, n, "cat", "/proc/sys/net/ipv4/conf/eth1/forwarding")); got != "1" {
+			if got := strings.TrimSpace(c.lab.MustExec(t, n, "cat", "/proc/sys/net/ipv4/conf/eth1/forwarding")); got != "1" {
 				t.Errorf("node %s: net.ipv4.conf.eth1.forwarding = %s, want 1", n, got)
 			}
 		}
@@ -167,7 +169,7 @@ interfaces:
 `},
 	{file: "route.yaml", policy: "route", nodes: []string{"node02"}, check: func(t *testing.T) {
 		ipv4Is(t, "node02", "eth1", "203.0.113.12/24")
-		got := strings.TrimSpace(nodeExec(t, "node02", "ip", "-4", "route", "show", "198.51.100.0/24"))
+		got := strings.TrimSpace(c.lab.MustExec(t, "node02", "ip", "-4", "route", "show", "198.51.100.0/24"))
 		if want := "198.51.100.0/24 via 203.0.113.1 dev eth1"; !strings.HasPrefix(got, want) || !strings.Contains(got, "metric 150") {
 			t.Errorf("node02: route %q, want %q ... metric 150", got, want)
 		}
@@ -259,7 +261,7 @@ interfaces:
 				t.Errorf("node01: eth1's controller %q, want vrf102", m)
 			}
 			ipv4Is(t, "node01", "eth1", "203.0.113.11/24")
-			got := nodeExec(t, "node01", "ip", "-4", "route", "show", "table", "102", "198.51.100.0/24")
+			got := c.lab.MustExec(t, "node01", "ip", "-4", "route", "show", "table", "102", "198.51.100.0/24")
 			if want := "198.51.100.0/24 via 203.0.113.1 dev eth1"; !strings.HasPrefix(got, want) || !strings.Contains(got, "metric 150") {
 				t.Errorf("node01: route in table 102 %q, want %q ... metric 150", got, want)
 			}
@@ -349,15 +351,15 @@ func dhcpAddress(t *testing.T, node, iface string) {
 // forwards only after its forward delays).
 func dhcpAddressWithin(t *testing.T, node, iface string, wait time.Duration) {
 	t.Helper()
-	eventually(t, wait, fmt.Sprintf("node %s: DHCPv4 lease on %s", node, iface), func() string {
+	suite.Eventually(t, wait*c.slowdown, fmt.Sprintf("node %s: DHCPv4 lease on %s", node, iface), func() error {
 		addrs := links(t, node)[iface].ipv4()
 		for _, a := range addrs {
 			p, err := netip.ParsePrefix(a)
 			if err == nil && p.Bits() == 24 && p.Addr().Compare(dhcpPool[0]) >= 0 && p.Addr().Compare(dhcpPool[1]) <= 0 {
-				return ""
+				return nil
 			}
 		}
-		return fmt.Sprintf("IPv4 %v, want one of 192.0.2.100-199/24", addrs)
+		return fmt.Errorf("IPv4 %v, want one of 192.0.2.100-199/24", addrs)
 	})
 }
 

@@ -5,10 +5,10 @@
 package e2e
 
 import (
-	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"maps"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // withAnnotations inserts metadata annotations into a policy manifest made
@@ -30,31 +31,6 @@ func withAnnotations(manifest string, annotations map[string]string) string {
 		fmt.Fprintf(&b, "    %s: %q\n", k, v)
 	}
 	return strings.Replace(manifest, "\nspec:\n", "\n"+b.String()+"spec:\n", 1)
-}
-
-// kubectlInErr runs kubectl with stdin as its standard input and returns
-// its error (with its output) instead of failing.
-func kubectlInErr(t testing.TB, stdin string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), kubectlPath, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String(), nil
-}
-
-// nodeExecIn is nodeExec with stdin as the command's standard input.
-func nodeExecIn(t testing.TB, node, stdin string, args ...string) string {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), c.knmstate, append([]string{"lab", "exec", "--dir", c.dir, node, "--"}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("lab exec %s -- %s: %v\n%s%s", node, strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
 }
 
 // nodeKnmstate is the knmstate binary as a node sees it: the suite's, or
@@ -80,13 +56,13 @@ var (
 // policies', and changes as pods come and go: it is left out.
 func snapshot(t *testing.T, node string) string {
 	t.Helper()
-	addr := lifetimes.ReplaceAllString(nodeExec(t, node, "ip", "-d", "addr"), "")
-	routes := expires.ReplaceAllString(nodeExec(t, node, "ip", "route", "show", "table", "all")+
-		nodeExec(t, node, "ip", "-6", "route", "show", "table", "all"), "expires -")
+	addr := lifetimes.ReplaceAllString(c.lab.MustExec(t, node, "ip", "-d", "addr"), "")
+	routes := expires.ReplaceAllString(c.lab.MustExec(t, node, "ip", "route", "show", "table", "all")+
+		c.lab.MustExec(t, node, "ip", "-6", "route", "show", "table", "all"), "expires -")
 	if c.kubelet {
 		addr, routes = withoutPodNetwork(addr, true), withoutPodNetwork(routes, false)
 	}
-	return addr + routes + nodeExec(t, node, "ip", "rule") + nodeExec(t, node, "ip", "-6", "rule")
+	return addr + routes + c.lab.MustExec(t, node, "ip", "rule") + c.lab.MustExec(t, node, "ip", "-6", "rule")
 }
 
 // podLink matches what belongs to kubelet mode's pod network in iproute2's
@@ -161,20 +137,20 @@ func TestDryRun(t *testing.T) {
 	const policy = "ext-dry-run"
 	before := settledSnapshots(t, allNodes)
 	begin := time.Now()
-	kubectlIn(t, withAnnotations(policyYAML(policy, dryRunBridge), map[string]string{"knmstate.io/dry-run": "true"}), "apply", "-f", "-")
+	c.kubectl.MustIn(t, withAnnotations(policyYAML(policy, dryRunBridge), map[string]string{"knmstate.io/dry-run": "true"}), "apply", "-f", "-")
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
-		_, _ = kubectlErr(t, "delete", "nncp", policy, "--ignore-not-found")
+		_, _ = c.kubectl.Try(t, "", "delete", "nncp", policy, "--ignore-not-found")
 	})
-	kubectl(t, "wait", "--for=condition=DryRun", "nncp/"+policy, fmt.Sprintf("--timeout=%v", time.Minute*c.slowdown))
+	c.kubectl.Must(t, "wait", "--for=condition=DryRun", "nncp/"+policy, fmt.Sprintf("--timeout=%v", time.Minute*c.slowdown))
 	t.Logf("FIGURE dry run: policy DryRun on %d nodes after %v", len(allNodes), time.Since(begin).Round(time.Millisecond))
-	msg := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="DryRun")].message}`)
+	msg := c.kubectl.Must(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="DryRun")].message}`)
 	if want := fmt.Sprintf("dry run: %d/%d nodes planned, nothing applied", len(allNodes), len(allNodes)); !strings.HasPrefix(msg, want) {
 		t.Errorf("policy DryRun message %q, want it to start with %q", msg, want)
 	}
-	if avail := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`); avail != "False" {
+	if avail := c.kubectl.Must(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`); avail != "False" {
 		t.Errorf("policy Available=%q during a dry run, want False", avail)
 	}
 
@@ -197,7 +173,7 @@ func TestDryRun(t *testing.T) {
 			t.Errorf("%s: plan does not create br-dry with its address:\n%s", e.Metadata.Name, plan)
 		}
 		if node := e.node(); node == "node01" {
-			local := nodeExecIn(t, node, dryRunBridge, nodeKnmstate(), "nmstatectl", "apply", "--dry-run", "-")
+			local := c.lab.MustExecIn(t, node, dryRunBridge, nodeKnmstate(), "nmstatectl", "apply", "--dry-run", "-")
 			if local != plan {
 				t.Errorf("%s: the enactment's plan:\n%s\nnmstatectl apply --dry-run on the node:\n%s", node, plan, local)
 			}
@@ -214,12 +190,12 @@ func TestDryRun(t *testing.T) {
 
 	// Applied for real once the annotation goes.
 	begin = time.Now()
-	kubectl(t, "annotate", "nncp", policy, "knmstate.io/dry-run-")
-	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+	c.kubectl.Must(t, "annotate", "nncp", policy, "knmstate.io/dry-run-")
+	if err := policyReaches(t, policy, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("FIGURE dry run removed → Available after %v", time.Since(begin).Round(time.Millisecond))
-	if dry := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="DryRun")].type}`); dry != "" {
+	if dry := c.kubectl.Must(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="DryRun")].type}`); dry != "" {
 		t.Errorf("policy keeps a DryRun condition after the real apply")
 	}
 	for _, n := range allNodes {
@@ -239,7 +215,7 @@ func TestAnnotationRefused(t *testing.T) {
 	const policy = "ext-bad-annotation"
 	const want = `metadata.annotations[knmstate.io/probes]: Invalid value: "dns=maybe": dns must be "on" or "off"`
 	manifest := withAnnotations(nodePolicyYAML(policy, "node03", nil, dryRunBridge), map[string]string{"knmstate.io/probes": "dns=maybe"})
-	out, err := kubectlInErr(t, manifest, "apply", "-f", "-")
+	out, err := c.kubectl.Try(t, manifest, "apply", "-f", "-")
 	if err != nil {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("kubectl apply refused, but without %q: %v", want, err)
@@ -248,7 +224,7 @@ func TestAnnotationRefused(t *testing.T) {
 		return
 	}
 	t.Logf("admitted (no webhook in this lab): %s", out)
-	if err := waitFor(t, policy, "Degraded", degradedTimeout); err != nil {
+	if err := policyReaches(t, policy, "Degraded", degradedTimeout); err != nil {
 		t.Fatal(err)
 	}
 	ens := enactments(t, policy)
@@ -263,7 +239,7 @@ func TestAnnotationRefused(t *testing.T) {
 func nameservers(t *testing.T, node string) []string {
 	t.Helper()
 	var out []string
-	for _, line := range strings.Split(nodeExec(t, node, "cat", "/etc/resolv.conf"), "\n") {
+	for _, line := range strings.Split(c.lab.MustExec(t, node, "cat", "/etc/resolv.conf"), "\n") {
 		if s, ok := strings.CutPrefix(line, "nameserver "); ok {
 			out = append(out, strings.TrimSpace(s))
 		}
@@ -300,9 +276,9 @@ func TestProbesPerPolicy(t *testing.T) {
 	}
 
 	begin := time.Now()
-	kubectlIn(t, withAnnotations(nodePolicyYAML("ext-dns-probed", node, nil, deadDNS),
+	c.kubectl.MustIn(t, withAnnotations(nodePolicyYAML("ext-dns-probed", node, nil, deadDNS),
 		map[string]string{"knmstate.io/probes": "dns.timeout=5s"}), "apply", "-f", "-")
-	if err := waitFor(t, "ext-dns-probed", "Degraded", rollbackTimeout); err != nil {
+	if err := policyReaches(t, "ext-dns-probed", "Degraded", rollbackTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("FIGURE probes: DNS probe (5 s) rolled back after %v", time.Since(begin).Round(time.Millisecond))
@@ -316,9 +292,9 @@ func TestProbesPerPolicy(t *testing.T) {
 	deletePolicy(t, "ext-dns-probed")
 
 	begin = time.Now()
-	kubectlIn(t, withAnnotations(nodePolicyYAML("ext-dns-unprobed", node, nil, deadDNS),
+	c.kubectl.MustIn(t, withAnnotations(nodePolicyYAML("ext-dns-unprobed", node, nil, deadDNS),
 		map[string]string{"knmstate.io/probes": "dns=off"}), "apply", "-f", "-")
-	if err := waitFor(t, "ext-dns-unprobed", "Available", availableTimeout); err != nil {
+	if err := policyReaches(t, "ext-dns-unprobed", "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("FIGURE probes: DNS probe off, Available after %v", time.Since(begin).Round(time.Millisecond))
@@ -329,7 +305,7 @@ func TestProbesPerPolicy(t *testing.T) {
 	// Back to the name server of the lease (the lab's initial resolv.conf
 	// also lists 2001:db8::1, which no lease carries: once knmstate writes
 	// the file, only the lease's server is left).
-	kubectlIn(t, nodePolicyYAML("ext-dns-restore", node, nil, `interfaces:
+	c.kubectl.MustIn(t, nodePolicyYAML("ext-dns-restore", node, nil, `interfaces:
 - name: eth0
   type: ethernet
   state: up
@@ -338,7 +314,7 @@ func TestProbesPerPolicy(t *testing.T) {
 dns-resolver:
   config: {}
 `), "apply", "-f", "-")
-	if err := waitFor(t, "ext-dns-restore", "Available", availableTimeout); err != nil {
+	if err := policyReaches(t, "ext-dns-restore", "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	deletePolicy(t, "ext-dns-restore")
@@ -368,10 +344,10 @@ func TestDrift(t *testing.T) {
 	timeout := fmt.Sprintf("--timeout=%v", 30*time.Second*c.slowdown)
 
 	deleted := time.Now()
-	nodeExec(t, node, "ip", "link", "del", "br-drift")
-	kubectl(t, "wait", "--for=condition=Drifted", nnce, timeout)
+	c.lab.MustExec(t, node, "ip", "link", "del", "br-drift")
+	c.kubectl.Must(t, "wait", "--for=condition=Drifted", nnce, timeout)
 	toEnactment := time.Since(deleted)
-	kubectl(t, "wait", "--for=condition=Drifted", "nncp/"+policy, timeout)
+	c.kubectl.Must(t, "wait", "--for=condition=Drifted", "nncp/"+policy, timeout)
 	toPolicy := time.Since(deleted)
 	// Each figure includes starting a kubectl (tens of milliseconds).
 	t.Logf("FIGURE drift: ip link del → enactment Drifted %v, policy Drifted %v (kubectl wait, each started after the deletion)",
@@ -382,40 +358,40 @@ func TestDrift(t *testing.T) {
 	if limit := 5 * time.Second * c.slowdown; toPolicy > limit {
 		t.Errorf("drift reported after %v (enactment) and %v (policy), want well within %v", toEnactment, toPolicy, limit)
 	}
-	msg := kubectl(t, "get", nnce, "-o", `jsonpath={.status.conditions[?(@.type=="Drifted")].message}`)
+	msg := c.kubectl.Must(t, "get", nnce, "-o", `jsonpath={.status.conditions[?(@.type=="Drifted")].message}`)
 	if !strings.Contains(msg, "br-drift") {
 		t.Errorf("enactment's Drifted message %q does not name br-drift", msg)
 	}
-	if msg := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="Drifted")].message}`); msg != "1/1 nodes no longer show the policy: "+node {
+	if msg := c.kubectl.Must(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="Drifted")].message}`); msg != "1/1 nodes no longer show the policy: "+node {
 		t.Errorf("policy's Drifted message %q", msg)
 	}
 	if _, ok := links(t, node)["br-drift"]; ok {
 		t.Error("br-drift is back without knmstate.io/enforce")
 	}
 
-	kubectl(t, "annotate", "nncp", policy, "knmstate.io/enforce=true")
+	c.kubectl.Must(t, "annotate", "nncp", policy, "knmstate.io/enforce=true")
 	for i := 1; i <= 2; i++ {
 		if i == 2 {
 			deleted = time.Now()
-			nodeExec(t, node, "ip", "link", "del", "br-drift")
+			c.lab.MustExec(t, node, "ip", "link", "del", "br-drift")
 		}
-		eventually(t, 30*time.Second, "br-drift repaired", func() string {
+		suite.Eventually(t, 30*time.Second*c.slowdown, "br-drift repaired", func() error {
 			if a := links(t, node)["br-drift"].ipv4(); len(a) != 1 || a[0] != "198.51.100.3/24" {
-				return fmt.Sprintf("br-drift IPv4 %v", a)
+				return fmt.Errorf("br-drift IPv4 %v", a)
 			}
-			return ""
+			return nil
 		})
 		if i == 2 {
 			t.Logf("FIGURE drift: with enforce, ip link del → br-drift back within %v (0.5 s polls)", time.Since(deleted).Round(time.Millisecond))
 		}
-		eventually(t, 30*time.Second, "the policy's Drifted condition gone", func() string {
-			if d := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="Drifted")].message}`); d != "" {
-				return "Drifted: " + d
+		suite.Eventually(t, 30*time.Second*c.slowdown, "the policy's Drifted condition gone", func() error {
+			if d := c.kubectl.Must(t, "get", "nncp", policy, "-o", `jsonpath={.status.conditions[?(@.type=="Drifted")].message}`); d != "" {
+				return errors.New("Drifted: " + d)
 			}
-			return ""
+			return nil
 		})
 	}
-	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+	if err := policyReaches(t, policy, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	deletePolicy(t, policy)
@@ -448,11 +424,11 @@ func TestRevertOnDelete(t *testing.T) {
   bridge: {options: {stp: {enabled: false}}, port: [{name: eth1, vlan: {}}]}
 `), map[string]string{"knmstate.io/revert-on-delete": "true"})
 	enact(t, policy, manifest)
-	eventually(t, 30*time.Second, "the revert-on-delete finalizer", func() string {
-		if f := kubectl(t, "get", "nncp", policy, "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(f, "knmstate.io/revert-on-delete") {
-			return "finalizers: " + f
+	suite.Eventually(t, 30*time.Second*c.slowdown, "the revert-on-delete finalizer", func() error {
+		if f := c.kubectl.Must(t, "get", "nncp", policy, "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(f, "knmstate.io/revert-on-delete") {
+			return errors.New("finalizers: " + f)
 		}
-		return ""
+		return nil
 	})
 	for _, n := range allNodes {
 		l := links(t, n)
@@ -461,7 +437,7 @@ func TestRevertOnDelete(t *testing.T) {
 		}
 	}
 	begin := time.Now()
-	kubectl(t, "delete", "nncp", policy, "--wait", fmt.Sprintf("--timeout=%v", time.Minute*c.slowdown))
+	c.kubectl.Must(t, "delete", "nncp", policy, "--wait", fmt.Sprintf("--timeout=%v", time.Minute*c.slowdown))
 	t.Logf("FIGURE revert on delete: %d nodes reverted and the policy gone after %v", len(allNodes), time.Since(begin).Round(time.Millisecond))
 	// At once: the configuration (links, ports, MTUs, addresses) is back.
 	for _, n := range allNodes {
@@ -473,11 +449,11 @@ func TestRevertOnDelete(t *testing.T) {
 	// when eth1 left the bridge) has passed DAD, iproute2's whole output
 	// (route order aside) is as before.
 	for _, n := range allNodes {
-		eventually(t, 15*time.Second, "node "+n+" as before the policy", func() string {
+		suite.Eventually(t, 15*time.Second*c.slowdown, "node "+n+" as before the policy", func() error {
 			if got := sortedLines(snapshot(t, n)); got != sortedLines(before[n]) {
-				return cmp.Diff(sortedLines(before[n]), got)
+				return errors.New(cmp.Diff(sortedLines(before[n]), got))
 			}
-			return ""
+			return nil
 		})
 		pristine(t, n)
 	}
@@ -516,21 +492,21 @@ func sortedLines(s string) string {
 func TestAfter(t *testing.T) {
 	requirePolicies(t)
 	for _, n := range []string{"node01", "node03"} {
-		nodeExec(t, n, "ip", "link", "add", "extv0", "type", "veth", "peer", "name", "extv1")
+		c.lab.MustExec(t, n, "ip", "link", "add", "extv0", "type", "veth", "peer", "name", "extv1")
 	}
 	delVeth := func() {
 		for _, n := range []string{"node01", "node03"} {
-			_, _ = exec.Command(c.knmstate, "lab", "exec", "--dir", c.dir, n, "--", "ip", "link", "del", "extv0").CombinedOutput()
+			_, _ = c.lab.Exec(context.Background(), n, "", "ip", "link", "del", "extv0")
 		}
 	}
 	t.Cleanup(delVeth)
-	kubectlIn(t, policyYAML("ext-after-a", "interfaces:\n- {name: extv0, type: veth, state: up, mtu: 1400}\n"), "apply", "-f", "-")
-	kubectlIn(t, withAnnotations(policyYAML("ext-after-b", "interfaces:\n- {name: eth2, type: ethernet, state: up, mtu: 1450}\n"),
+	c.kubectl.MustIn(t, policyYAML("ext-after-a", "interfaces:\n- {name: extv0, type: veth, state: up, mtu: 1400}\n"), "apply", "-f", "-")
+	c.kubectl.MustIn(t, withAnnotations(policyYAML("ext-after-b", "interfaces:\n- {name: eth2, type: ethernet, state: up, mtu: 1450}\n"),
 		map[string]string{"knmstate.io/after": "ext-after-a"}), "apply", "-f", "-")
-	if err := waitFor(t, "ext-after-a", "Degraded", degradedTimeout); err != nil {
+	if err := policyReaches(t, "ext-after-a", "Degraded", degradedTimeout); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "B applied on node01 and node03, waiting on node02", func() string {
+	suite.Eventually(t, time.Minute*c.slowdown, "B applied on node01 and node03, waiting on node02", func() error {
 		var out []string
 		for _, e := range enactments(t, "ext-after-b") {
 			switch n := e.node(); {
@@ -540,7 +516,10 @@ func TestAfter(t *testing.T) {
 				out = append(out, n+": "+e.conditions())
 			}
 		}
-		return strings.Join(out, "; ")
+		if len(out) > 0 {
+			return errors.New(strings.Join(out, "; "))
+		}
+		return nil
 	})
 	for _, n := range allNodes {
 		want := 1450
@@ -551,7 +530,7 @@ func TestAfter(t *testing.T) {
 			t.Errorf("node %s: eth2 MTU %d, want %d", n, got, want)
 		}
 	}
-	msg := kubectl(t, "get", "nncp", "ext-after-b", "-o", `jsonpath={.status.conditions[?(@.type=="Progressing")].message}`)
+	msg := c.kubectl.Must(t, "get", "nncp", "ext-after-b", "-o", `jsonpath={.status.conditions[?(@.type=="Progressing")].message}`)
 	t.Logf("policy B: %s", msg)
 	if !strings.Contains(msg, "2/3 nodes finished") {
 		t.Errorf("policy B Progressing message %q, want 2/3 nodes finished", msg)
@@ -581,7 +560,7 @@ func TestAddressPool(t *testing.T) {
 `, mtu)), map[string]string{"knmstate.io/ipv4-pool": "198.51.100.128/29 br-pool"})
 	}
 	enact(t, policy, bridge(1500))
-	record := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.metadata.annotations.knmstate\.io/ipv4-pool-addresses}`)
+	record := c.kubectl.Must(t, "get", "nncp", policy, "-o", `jsonpath={.metadata.annotations.knmstate\.io/ipv4-pool-addresses}`)
 	t.Logf("pool record: %s", record)
 	want := map[string]string{}
 	seen := map[string]bool{}
@@ -623,36 +602,36 @@ func TestAddressPool(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, time.Minute, "node02's handler restarted", func() string {
+		suite.Eventually(t, time.Minute*c.slowdown, "node02's handler restarted", func() error {
 			st, err := lab.ReadState(c.dir)
 			if err != nil {
-				return err.Error()
+				return err
 			}
 			for _, p := range st.Processes {
 				if p.Name == "handler/node02" && p.Status == "running" && p.PID != pid {
-					return ""
+					return nil
 				}
 			}
-			return "not yet"
+			return errors.New("not yet")
 		})
 		t.Log("node02's handler restarted")
 	} else {
 		t.Log("the handler restart is exercised in process mode only; here the record is checked across the policy update")
 	}
 
-	kubectlIn(t, bridge(1400), "apply", "-f", "-")
-	eventually(t, time.Minute, "br-pool MTU 1400 on every node", func() string {
+	c.kubectl.MustIn(t, bridge(1400), "apply", "-f", "-")
+	suite.Eventually(t, time.Minute*c.slowdown, "br-pool MTU 1400 on every node", func() error {
 		for _, n := range allNodes {
 			if m := links(t, n)["br-pool"].MTU; m != 1400 {
-				return fmt.Sprintf("node %s: MTU %d", n, m)
+				return fmt.Errorf("node %s: MTU %d", n, m)
 			}
 		}
-		return ""
+		return nil
 	})
-	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+	if err := policyReaches(t, policy, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if again := kubectl(t, "get", "nncp", policy, "-o", `jsonpath={.metadata.annotations.knmstate\.io/ipv4-pool-addresses}`); again != record {
+	if again := c.kubectl.Must(t, "get", "nncp", policy, "-o", `jsonpath={.metadata.annotations.knmstate\.io/ipv4-pool-addresses}`); again != record {
 		t.Errorf("record after the restart and the update %q, want %q", again, record)
 	}
 	check("after the handler restart and the policy update")

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // Checks of what the policies of the guest's kernel (bonding, 802.1q, VRF,
@@ -44,7 +46,7 @@ func portVLANs(t *testing.T, node string) map[string][]string {
 			Flags   []string `json:"flags"`
 		} `json:"vlans"`
 	}
-	out := nodeExec(t, node, "bridge", "-j", "-compressvlans", "vlan", "show")
+	out := c.lab.MustExec(t, node, "bridge", "-j", "-compressvlans", "vlan", "show")
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("node %s: bridge -j -compressvlans vlan show: %v\n%.500s", node, err, out)
 	}
@@ -104,13 +106,13 @@ func vlanLease(t *testing.T, node, iface string, id int) {
 	t.Helper()
 	lo := netip.AddrFrom4([4]byte{10, byte(id), 0, 100})
 	hi := netip.AddrFrom4([4]byte{10, byte(id), 0, 199})
-	eventually(t, 30*time.Second, fmt.Sprintf("node %s: DHCPv4 lease of VLAN %d on %s", node, id, iface), func() string {
+	suite.Eventually(t, 30*time.Second*c.slowdown, fmt.Sprintf("node %s: DHCPv4 lease of VLAN %d on %s", node, id, iface), func() error {
 		addrs := links(t, node)[iface].ipv4()
 		for _, a := range addrs {
 			if p, err := netip.ParsePrefix(a); err == nil && p.Addr().Compare(lo) >= 0 && p.Addr().Compare(hi) <= 0 {
-				return ""
+				return nil
 			}
 		}
-		return fmt.Sprintf("IPv4 %v, want one of %s-%s", addrs, lo, strings.TrimPrefix(hi.String(), "10."+fmt.Sprint(id)+"."))
+		return fmt.Errorf("IPv4 %v, want one of %s-%s", addrs, lo, strings.TrimPrefix(hi.String(), "10."+fmt.Sprint(id)+"."))
 	})
 }

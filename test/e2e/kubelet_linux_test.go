@@ -1,4 +1,4 @@
-// The tests of this file are about kubelet mode (-e2e.kubelet): real
+// The tests of this file are about kubelet mode (-suite.kubelet): real
 // kubelets registered the nodes, and knmstate runs as the pods of
 // deploy/knmstate with the images of make images.
 
@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // requireKubelet skips a kubelet-mode test in a run of the suite in the
@@ -20,7 +23,7 @@ import (
 func requireKubelet(t *testing.T) {
 	t.Helper()
 	if !c.kubelet {
-		t.Skip("kubelet mode only: make test-kubelet runs the suite with -e2e.kubelet")
+		t.Skip("kubelet mode only: make test-kubelet runs the suite with -suite.kubelet")
 	}
 }
 
@@ -64,7 +67,7 @@ func pods(t *testing.T, component string) []pod {
 	var list struct {
 		Items []pod `json:"items"`
 	}
-	out := kubectl(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component="+component, "-o", "json")
+	out := c.kubectl.Must(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component="+component, "-o", "json")
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +89,7 @@ func TestKubeletNodes(t *testing.T) {
 			} `json:"status"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal([]byte(kubectl(t, "get", "nodes", "-o", "json")), &list); err != nil {
+	if err := json.Unmarshal([]byte(c.kubectl.Must(t, "get", "nodes", "-o", "json")), &list); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 3 {
@@ -165,23 +168,23 @@ func TestControllerOnPodNetwork(t *testing.T) {
 	if len(names) != 2 {
 		t.Errorf("%d controller pods, want 2", len(names))
 	}
-	if ip := kubectl(t, "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"); ip != "10.96.0.1" {
+	if ip := c.kubectl.Must(t, "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"); ip != "10.96.0.1" {
 		t.Errorf("kubernetes Service ClusterIP %q, want 10.96.0.1", ip)
 	}
 	// The Lease is renewed every 2 s by its holder: a fresh renewal by a
 	// controller pod proves its API connection works.
-	eventually(t, time.Minute, "the controller's Lease held by a controller pod", func() string {
-		out := kubectl(t, "-n", "nmstate", "get", "lease", "knmstate-controller", "-o", "jsonpath={.spec.holderIdentity} {.spec.renewTime}")
+	suite.Eventually(t, time.Minute*c.slowdown, "the controller's Lease held by a controller pod", func() error {
+		out := c.kubectl.Must(t, "-n", "nmstate", "get", "lease", "knmstate-controller", "-o", "jsonpath={.spec.holderIdentity} {.spec.renewTime}")
 		holder, renew, _ := strings.Cut(out, " ")
 		pod, _, _ := strings.Cut(holder, "_")
 		if !names[pod] {
-			return fmt.Sprintf("holder %q is not a controller pod %v", holder, names)
+			return fmt.Errorf("holder %q is not a controller pod %v", holder, names)
 		}
 		at, err := time.Parse(time.RFC3339Nano, renew)
 		if err != nil || time.Since(at) > 30*time.Second {
-			return fmt.Sprintf("renewed at %q, not recently", renew)
+			return fmt.Errorf("renewed at %q, not recently", renew)
 		}
-		return ""
+		return nil
 	})
 }
 
@@ -192,11 +195,11 @@ func TestHandlerPodReplaced(t *testing.T) {
 	requireKubelet(t)
 	requirePolicies(t)
 	const node, policy = "node02", "e2e-replaced"
-	kubectlIn(t, policyYAML(policy, `
+	c.kubectl.MustIn(t, policyYAML(policy, `
 interfaces:
 - {name: br-replaced, type: linux-bridge, state: up, ipv4: {enabled: false}, ipv6: {enabled: false}, bridge: {port: []}}
 `), "apply", "-f", "-")
-	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+	if err := policyReaches(t, policy, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	before := enactmentOn(t, policy, node)
@@ -206,20 +209,20 @@ interfaces:
 			old = p
 		}
 	}
-	kubectl(t, "-n", "nmstate", "delete", "pod", old.Metadata.Name, "--wait")
+	c.kubectl.Must(t, "-n", "nmstate", "delete", "pod", old.Metadata.Name, "--wait")
 	var fresh pod
-	eventually(t, 2*time.Minute, "a new handler pod on "+node, func() string {
+	suite.Eventually(t, 2*time.Minute*c.slowdown, "a new handler pod on "+node, func() error {
 		for _, p := range pods(t, "handler") {
 			if p.Spec.NodeName == node && p.Metadata.UID != old.Metadata.UID && p.ready() {
 				fresh = p
-				return ""
+				return nil
 			}
 		}
-		return "none ready yet"
+		return errors.New("none ready yet")
 	})
 	// Time for the new handler to look at every policy.
 	time.Sleep(5 * time.Second)
-	logs := kubectl(t, "-n", "nmstate", "logs", fresh.Metadata.Name)
+	logs := c.kubectl.Must(t, "-n", "nmstate", "logs", fresh.Metadata.Name)
 	if n := strings.Count(logs, "msg=applying"); n != 0 {
 		t.Errorf("the new handler pod applied %d times:\n%s", n, logs)
 	}
@@ -229,14 +232,14 @@ interfaces:
 	if after := enactmentOn(t, policy, node); after != before {
 		t.Errorf("enactment conditions changed when the pod was replaced:\nbefore %s\nafter  %s", before, after)
 	}
-	if out := kubectl(t, "get", "nncp", policy, "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}"); out != "True" {
+	if out := c.kubectl.Must(t, "get", "nncp", policy, "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}"); out != "True" {
 		t.Errorf("policy %s Available=%q after the pod was replaced", policy, out)
 	}
-	kubectlIn(t, policyYAML(policy, `
+	c.kubectl.MustIn(t, policyYAML(policy, `
 interfaces:
 - {name: br-replaced, type: linux-bridge, state: absent}
 `), "apply", "-f", "-")
-	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+	if err := policyReaches(t, policy, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	deletePolicy(t, policy)
@@ -246,6 +249,6 @@ interfaces:
 // enactmentOn is the conditions (with their transition times) of the
 // policy's enactment on node.
 func enactmentOn(t *testing.T, policy, node string) string {
-	return kubectl(t, "get", "nnce", node+"."+policy, "-o",
+	return c.kubectl.Must(t, "get", "nnce", node+"."+policy, "-o",
 		"jsonpath={range .status.conditions[*]}{.type}={.status} {.lastTransitionTime} {.reason};{end}")
 }

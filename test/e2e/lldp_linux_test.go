@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/knmstate/knmstate/internal/testbed/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // TestLLDPNeighbors: a policy turns LLDP on for eth1 of every node; the
@@ -19,14 +21,14 @@ func TestLLDPNeighbors(t *testing.T) {
 	const policy = "e2e-lldp"
 	// Deferred, not t.Cleanup: kubectl runs with t.Context.
 	defer func() {
-		kubectlIn(t, policyYAML(policy+"-off", "interfaces:\n- {name: eth1, type: ethernet, state: up, lldp: {enabled: false}}\n"), "apply", "-f", "-")
-		if err := waitFor(t, policy+"-off", "Available", availableTimeout); err != nil {
+		c.kubectl.MustIn(t, policyYAML(policy+"-off", "interfaces:\n- {name: eth1, type: ethernet, state: up, lldp: {enabled: false}}\n"), "apply", "-f", "-")
+		if err := policyReaches(t, policy+"-off", "Available", availableTimeout); err != nil {
 			t.Error(err)
 		}
 		deletePolicy(t, policy+"-off")
 	}()
-	kubectlIn(t, policyYAML(policy, "interfaces:\n- {name: eth1, type: ethernet, state: up, lldp: {enabled: true}}\n"), "apply", "-f", "-")
-	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+	c.kubectl.MustIn(t, policyYAML(policy, "interfaces:\n- {name: eth1, type: ethernet, state: up, lldp: {enabled: true}}\n"), "apply", "-f", "-")
+	if err := policyReaches(t, policy, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	deletePolicy(t, policy)
@@ -39,8 +41,8 @@ func TestLLDPNeighbors(t *testing.T) {
 // on nic with the lab switch among its neighbours, in nmstate's TLV form.
 func waitLLDPNeighbor(t *testing.T, node, nic string) {
 	t.Helper()
-	eventually(t, 60*time.Second, fmt.Sprintf("node %s: the switch as %s's LLDP neighbour in the nns", node, nic), func() string {
-		out := kubectl(t, "get", "nns", node, "-o", "json")
+	suite.Eventually(t, 60*time.Second*c.slowdown, fmt.Sprintf("node %s: the switch as %s's LLDP neighbour in the nns", node, nic), func() error {
+		out := c.kubectl.Must(t, "get", "nns", node, "-o", "json")
 		var nns struct {
 			Status struct {
 				CurrentState struct {
@@ -55,24 +57,24 @@ func waitLLDPNeighbor(t *testing.T, node, nic string) {
 			} `json:"status"`
 		}
 		if err := json.Unmarshal([]byte(out), &nns); err != nil {
-			return err.Error()
+			return err
 		}
 		for _, ifc := range nns.Status.CurrentState.Interfaces {
 			if ifc.Name != nic {
 				continue
 			}
 			if ifc.LLDP == nil || !ifc.LLDP.Enabled {
-				return nic + " lldp not enabled in the nns"
+				return errors.New(nic + " lldp not enabled in the nns")
 			}
 			for _, nb := range ifc.LLDP.Neighbors {
 				for _, tlv := range nb {
 					if tlv["system-name"] == labnet.LLDPSystemName {
-						return ""
+						return nil
 					}
 				}
 			}
-			return fmt.Sprintf("%s neighbours %v lack %s", nic, ifc.LLDP.Neighbors, labnet.LLDPSystemName)
+			return fmt.Errorf("%s neighbours %v lack %s", nic, ifc.LLDP.Neighbors, labnet.LLDPSystemName)
 		}
-		return "no " + nic + " in the nns: " + strings.TrimSpace(out[:min(len(out), 200)])
+		return errors.New("no " + nic + " in the nns: " + strings.TrimSpace(out[:min(len(out), 200)]))
 	})
 }

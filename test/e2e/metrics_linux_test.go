@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/knmstate/knmstate/internal/handler"
 	"github.com/knmstate/knmstate/internal/metrics/metricstest"
 	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // metricFamilies is one scrape.
@@ -43,7 +45,7 @@ func controllerScraper(t *testing.T) func() (metricFamilies, error) {
 			return metricstest.Get(hc, "http://"+lab.ControllerMetricsAddress+"/metrics", "")
 		}
 	}
-	kubectlIn(t, `apiVersion: v1
+	c.kubectl.MustIn(t, `apiVersion: v1
 kind: ServiceAccount
 metadata: {name: e2e-prometheus, namespace: nmstate}
 ---
@@ -54,10 +56,10 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: knmstate
 subjects: [{kind: ServiceAccount, name: e2e-prometheus, namespace: nmstate}]
 `, "apply", "-f", "-")
 	t.Cleanup(func() {
-		_, _ = kubectlErr(t, "delete", "clusterrolebinding", "e2e-prometheus")
-		_, _ = kubectlErr(t, "-n", "nmstate", "delete", "serviceaccount", "e2e-prometheus")
+		_, _ = c.kubectl.Try(t, "", "delete", "clusterrolebinding", "e2e-prometheus")
+		_, _ = c.kubectl.Try(t, "", "-n", "nmstate", "delete", "serviceaccount", "e2e-prometheus")
 	})
-	token := kubectl(t, "-n", "nmstate", "create", "token", "e2e-prometheus")
+	token := c.kubectl.Must(t, "-n", "nmstate", "create", "token", "e2e-prometheus")
 	var node01 string
 	for _, n := range c.state.Nodes {
 		if n.Name == "node01" {
@@ -69,12 +71,12 @@ subjects: [{kind: ServiceAccount, name: e2e-prometheus, namespace: nmstate}]
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the endpoint's certificate is self-signed
 	}}
 	return func() (metricFamilies, error) {
-		holder, err := kubectlErr(t, "-n", "nmstate", "get", "lease", "knmstate-controller", "-o", "jsonpath={.spec.holderIdentity}")
+		holder, err := c.kubectl.Try(t, "", "-n", "nmstate", "get", "lease", "knmstate-controller", "-o", "jsonpath={.spec.holderIdentity}")
 		if err != nil {
 			return nil, err
 		}
 		pod, _, _ := strings.Cut(holder, "_")
-		ip, err := kubectlErr(t, "-n", "nmstate", "get", "pod", pod, "-o", "jsonpath={.status.podIP}")
+		ip, err := c.kubectl.Try(t, "", "-n", "nmstate", "get", "pod", pod, "-o", "jsonpath={.status.podIP}")
 		if err != nil {
 			return nil, err
 		}
@@ -91,16 +93,16 @@ func TestMetrics(t *testing.T) {
 	requirePolicies(t)
 	scrape := controllerScraper(t)
 	var base metricFamilies
-	eventually(t, time.Minute, "the controller's gauges", func() string {
+	suite.Eventually(t, time.Minute*c.slowdown, "the controller's gauges", func() error {
 		m, err := scrape()
 		switch {
 		case err != nil:
-			return err.Error()
+			return err
 		case m["kubernetes_nmstate_policies_status"] == nil:
-			return "no kubernetes_nmstate_policies_status"
+			return errors.New("no kubernetes_nmstate_policies_status")
 		}
 		base = m
-		return ""
+		return nil
 	})
 	bridges := map[string]string{"type": "linux-bridge"}
 	static := map[string]string{"ip_stack": "ipv4", "type": "static"}
@@ -120,28 +122,28 @@ func TestMetrics(t *testing.T) {
 	before := read(base)
 	expect := func(what string, want counts) {
 		t.Helper()
-		eventually(t, time.Minute, what, func() string {
+		suite.Eventually(t, time.Minute*c.slowdown, what, func() error {
 			m, err := scrape()
 			if err != nil {
-				return err.Error()
+				return err
 			}
 			if got := read(m); got != want {
-				return fmt.Sprintf("%+v, want %+v", got, want)
+				return fmt.Errorf("%+v, want %+v", got, want)
 			}
-			return ""
+			return nil
 		})
 	}
 
 	const policy, cleanup = "e2e-metrics", "e2e-metrics-cleanup"
 	begin := time.Now()
-	kubectlIn(t, policyYAML(policy, `
+	c.kubectl.MustIn(t, policyYAML(policy, `
 interfaces:
 - {name: br-metrics, type: linux-bridge, state: up, ipv4: {enabled: false}, bridge: {options: {stp: {enabled: false}}, port: []}}
 routes:
   config:
   - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: eth0}
 `), "apply", "-f", "-")
-	if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+	if err := policyReaches(t, policy, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	up := before
@@ -154,14 +156,14 @@ routes:
 	expect("a bridge and a static route per node, one more Available policy and enactment per node", up)
 	t.Logf("gauges up %v after the apply", time.Since(begin).Round(time.Millisecond))
 
-	kubectlIn(t, policyYAML(cleanup, `
+	c.kubectl.MustIn(t, policyYAML(cleanup, `
 interfaces:
 - {name: br-metrics, type: linux-bridge, state: absent}
 routes:
   config:
   - {destination: 198.51.100.0/24, next-hop-interface: eth0, state: absent}
 `), "apply", "-f", "-")
-	if err := waitFor(t, cleanup, "Available", availableTimeout); err != nil {
+	if err := policyReaches(t, cleanup, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	deletePolicy(t, policy)

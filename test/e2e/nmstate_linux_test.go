@@ -74,10 +74,10 @@ func TestNmstateExamples(t *testing.T) {
 				deletePolicy(t, policy)
 			}
 			restore(t, "nmstate-"+s.Name, []string{examplesNode}, nmstateRestore)
-			if h := strings.TrimSpace(nodeExec(t, examplesNode, "hostname")); h != examplesNode {
+			if h := strings.TrimSpace(c.lab.MustExec(t, examplesNode, "hostname")); h != examplesNode {
 				t.Errorf("hostname %q after the restore, want %s", h, examplesNode)
 			}
-			if r := nodeExec(t, examplesNode, "cat", "/etc/resolv.conf"); !strings.Contains(r, "nameserver 192.0.2.1\n") {
+			if r := c.lab.MustExec(t, examplesNode, "cat", "/etc/resolv.conf"); !strings.Contains(r, "nameserver 192.0.2.1\n") {
 				t.Errorf("resolv.conf after the restore lacks the lab's DNS server:\n%s", r)
 			}
 		})
@@ -139,5 +139,5 @@ func nodeResolvConf(t *testing.T, node string) string {
 			return string(data)
 		}
 	}
-	return nodeExec(t, node, "cat", "/etc/resolv.conf")
+	return c.lab.MustExec(t, node, "cat", "/etc/resolv.conf")
 }

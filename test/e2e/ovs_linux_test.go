@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // ovsdb is the socket of node's own Open vSwitch database ("" = the node
@@ -47,7 +48,7 @@ func ovsVsctl(t *testing.T, node string, args ...string) string {
 	if db == "" {
 		t.Fatalf("node %s has no Open vSwitch", node)
 	}
-	return strings.TrimSpace(nodeExec(t, node, append([]string{"ovs-vsctl", "--db=" + db, "--timeout=10"}, args...)...))
+	return strings.TrimSpace(c.lab.MustExec(t, node, append([]string{"ovs-vsctl", "--db=" + db, "--timeout=10"}, args...)...))
 }
 
 // ovsBridgeWithPorts checks, in the node's OVSDB, that bridge exists with
@@ -124,7 +125,7 @@ func eth0Lease(t *testing.T, node string) string {
 	if len(addrs) != 1 || !dynamic(t, node, "eth0", addrs[0]) {
 		t.Fatalf("%s: eth0 has IPv4 %v, want its one DHCP address", node, addrs)
 	}
-	if r := nodeExec(t, node, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev eth0") {
+	if r := c.lab.MustExec(t, node, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev eth0") {
 		t.Fatalf("%s: default route %q, want one through 192.0.2.1 on eth0", node, r)
 	}
 	return addrs[0]
@@ -148,8 +149,8 @@ func TestPrimaryNICOVSBrEx(t *testing.T) {
 	}
 	const policy = "br-ex"
 	if !c.ovs() {
-		kubectlIn(t, workerPolicyYAML(policy, fmt.Sprintf(brEx, "eth0")), "apply", "-f", "-")
-		if err := waitFor(t, policy, "Degraded", rollbackTimeout); err != nil {
+		c.kubectl.MustIn(t, workerPolicyYAML(policy, fmt.Sprintf(brEx, "eth0")), "apply", "-f", "-")
+		if err := policyReaches(t, policy, "Degraded", rollbackTimeout); err != nil {
 			t.Fatal(err)
 		}
 		want := "the OVS database is not reachable"
@@ -182,7 +183,7 @@ func TestPrimaryNICOVSBrEx(t *testing.T) {
 	// A failed check still gives the next tests eth0 as the lab made it.
 	t.Cleanup(func() {
 		if t.Failed() {
-			_, _ = kubectlErr(t, "delete", "nncp", policy, "--ignore-not-found", "--wait")
+			_, _ = c.kubectl.Try(t, "", "delete", "nncp", policy, "--ignore-not-found", "--wait")
 			restore(t, policy+"-after-failure", workers, brExReset)
 		}
 	})
@@ -269,11 +270,11 @@ routes:
 			// One policy per worker: the dead gateway variant carries
 			// each node's own address.
 			for _, n := range workers {
-				kubectlIn(t, nodePolicyYAML(policy+"-"+n, n, nil, tc.desired(n)), "apply", "-f", "-")
+				c.kubectl.MustIn(t, nodePolicyYAML(policy+"-"+n, n, nil, tc.desired(n)), "apply", "-f", "-")
 			}
 			for _, n := range workers {
 				p := policy + "-" + n
-				if err := waitFor(t, p, "Degraded", rollbackTimeout); err != nil {
+				if err := policyReaches(t, p, "Degraded", rollbackTimeout); err != nil {
 					t.Fatal(err)
 				}
 				ens := enactments(t, p)
@@ -300,25 +301,25 @@ routes:
 // (written by the handler through iface) reports it there.
 func movedToOn(t *testing.T, node, iface, addr string) {
 	t.Helper()
-	eventually(t, 30*time.Second, node+": eth0's lease and default route on "+iface, func() string {
+	suite.Eventually(t, 30*time.Second*c.slowdown, node+": eth0's lease and default route on "+iface, func() error {
 		l := links(t, node)
 		if got := l[iface].ipv4(); len(got) != 1 || got[0] != addr || !dynamic(t, node, iface, addr) {
-			return fmt.Sprintf("%s has IPv4 %v, want %s from DHCP", iface, got, addr)
+			return fmt.Errorf("%s has IPv4 %v, want %s from DHCP", iface, got, addr)
 		}
 		if got := l["eth0"].ipv4(); len(got) != 0 {
-			return fmt.Sprintf("eth0 still has IPv4 %v", got)
+			return fmt.Errorf("eth0 still has IPv4 %v", got)
 		}
-		if r := nodeExec(t, node, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev "+iface) || strings.Count(r, "\n") != 1 {
-			return fmt.Sprintf("default routes %q, want only one through 192.0.2.1 on %s", r, iface)
+		if r := c.lab.MustExec(t, node, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev "+iface) || strings.Count(r, "\n") != 1 {
+			return fmt.Errorf("default routes %q, want only one through 192.0.2.1 on %s", r, iface)
 		}
-		return ""
+		return nil
 	})
 	ip := strings.TrimSuffix(addr, "/24")
-	eventually(t, 30*time.Second, node+"'s NodeNetworkState showing "+iface, func() string {
-		out := kubectl(t, "get", "nns", node, "-o", "jsonpath={.status.currentState.interfaces[?(@.name==\""+iface+"\")].ipv4.address[*].ip}")
+	suite.Eventually(t, 30*time.Second*c.slowdown, node+"'s NodeNetworkState showing "+iface, func() error {
+		out := c.kubectl.Must(t, "get", "nns", node, "-o", "jsonpath={.status.currentState.interfaces[?(@.name==\""+iface+"\")].ipv4.address[*].ip}")
 		if !strings.Contains(out, ip) {
-			return fmt.Sprintf("%s's addresses %q, want %s", iface, out, ip)
+			return fmt.Errorf("%s's addresses %q, want %s", iface, out, ip)
 		}
-		return ""
+		return nil
 	})
 }

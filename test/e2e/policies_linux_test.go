@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // Timeouts of kubectl wait. Generous: they bound a broken run, they are
@@ -27,29 +28,33 @@ const (
 	rollbackTimeout = 150 * time.Second
 )
 
-// waitFor waits with `kubectl wait --for condition=COND` until the policy
-// has cond (Available or Degraded), for at most timeout (stretched on the
-// guest's kernel). It waits in slices so that a policy that ends with the
-// other outcome fails at once, with the policy's and its enactments'
-// conditions.
-func waitFor(t *testing.T, policy, cond string, timeout time.Duration) error {
+// policyReaches waits with `kubectl wait --for condition=COND` until the
+// policy has cond (Available or Degraded), for at most timeout (stretched
+// on the guest's kernel). It waits in slices so that a policy that ends
+// with the other outcome fails at once, with the policy's and its
+// enactments' conditions.
+func policyReaches(t *testing.T, policy, cond string, timeout time.Duration) error {
 	t.Helper()
-	timeout *= c.slowdown
 	other := map[string]string{"Available": "Degraded", "Degraded": "Available"}[cond]
-	deadline := time.Now().Add(timeout)
-	for {
-		_, err := kubectlErr(t, "wait", "--for", "condition="+cond, "nncp/"+policy, "--timeout=5s")
+	var ended error
+	err := suite.Until(t.Context(), timeout*c.slowdown, 100*time.Millisecond, func() error {
+		_, err := c.kubectl.Try(t, "", "wait", "--for", "condition="+cond, "nncp/"+policy, "--timeout=5s")
 		if err == nil {
 			return nil
 		}
-		got, _ := kubectlErr(t, "get", "nncp", policy, "-o", "jsonpath={.status.conditions[?(@.type==\""+other+"\")].status}")
-		switch {
-		case got == "True":
-			return fmt.Errorf("policy %s is %s, want %s\n%s", policy, other, cond, describePolicy(t, policy))
-		case time.Now().After(deadline):
-			return fmt.Errorf("policy %s not %s after %v: %v\n%s", policy, cond, timeout, err, describePolicy(t, policy))
+		if got, _ := c.kubectl.Try(t, "", "get", "nncp", policy, "-o", "jsonpath={.status.conditions[?(@.type==\""+other+"\")].status}"); got == "True" {
+			ended = fmt.Errorf("policy %s is %s, want %s", policy, other, cond)
+			return nil
 		}
+		return err
+	})
+	if err == nil {
+		err = ended
 	}
+	if err != nil {
+		return fmt.Errorf("policy %s not %s: %w\n%s", policy, cond, err, describePolicy(t, policy))
+	}
+	return nil
 }
 
 var (
@@ -69,8 +74,8 @@ func requirePolicies(t *testing.T) {
 		const name = "e2e-ready"
 		// Until it has passed: a Fatal inside this function leaves it set.
 		readyErr = errors.New("the readiness policy e2e-ready failed (see the first policy test)")
-		kubectlIn(t, policyYAML(name, initialNICs), "apply", "-f", "-")
-		if err := waitFor(t, name, "Available", availableTimeout); err != nil {
+		c.kubectl.MustIn(t, policyYAML(name, initialNICs), "apply", "-f", "-")
+		if err := policyReaches(t, name, "Available", availableTimeout); err != nil {
 			readyErr = fmt.Errorf("the handlers do not enact policies: %w", err)
 			return
 		}
@@ -133,8 +138,8 @@ func TestExamples(t *testing.T) {
 
 func runAvailable(t *testing.T, e example) {
 	begin := time.Now()
-	kubectl(t, "apply", "-f", filepath.Join(c.examples, e.file))
-	if err := waitFor(t, e.policy, "Available", availableTimeout); err != nil {
+	c.kubectl.Must(t, "apply", "-f", filepath.Join(c.examples, e.file))
+	if err := policyReaches(t, e.policy, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s Available after %v", e.policy, time.Since(begin).Round(time.Millisecond))
@@ -161,8 +166,8 @@ func runAvailable(t *testing.T, e example) {
 func enact(t *testing.T, name, manifest string) {
 	t.Helper()
 	begin := time.Now()
-	kubectlIn(t, manifest, "apply", "-f", "-")
-	if err := waitFor(t, name, "Available", availableTimeout); err != nil {
+	c.kubectl.MustIn(t, manifest, "apply", "-f", "-")
+	if err := policyReaches(t, name, "Available", availableTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s Available after %v", name, time.Since(begin).Round(time.Millisecond))
@@ -178,8 +183,8 @@ func restore(t *testing.T, after string, nodes []string, desired string) {
 	if len(nodes) == 1 {
 		manifest = nodePolicyYAML(name, nodes[0], nil, desired)
 	}
-	kubectlIn(t, manifest, "apply", "-f", "-")
-	if err := waitFor(t, name, "Available", availableTimeout); err != nil {
+	c.kubectl.MustIn(t, manifest, "apply", "-f", "-")
+	if err := policyReaches(t, name, "Available", availableTimeout); err != nil {
 		t.Fatalf("cleanup of %s: %v", after, err)
 	}
 	deletePolicy(t, name)
@@ -213,8 +218,8 @@ func nodePolicyYAML(name, node string, capture map[string]string, desired string
 }
 
 func runDegraded(t *testing.T, e example) {
-	kubectl(t, "apply", "-f", filepath.Join(c.examples, e.file))
-	if err := waitFor(t, e.policy, "Degraded", degradedTimeout); err != nil {
+	c.kubectl.Must(t, "apply", "-f", filepath.Join(c.examples, e.file))
+	if err := policyReaches(t, e.policy, "Degraded", degradedTimeout); err != nil {
 		t.Fatal(err)
 	}
 	var messages []string
@@ -251,17 +256,17 @@ func runStored(t *testing.T, e example) {
 	// Installed by the operator (kubelet mode): the example is the very
 	// object the cluster runs on; applying it must keep it Available, and
 	// deleting it would uninstall knmstate.
-	_, err := kubectlErr(t, "get", "nmstate", e.policy)
+	_, err := c.kubectl.Try(t, "", "get", "nmstate", e.policy)
 	installed := err == nil
-	kubectl(t, "apply", "-f", filepath.Join(c.examples, e.file))
-	if got := kubectl(t, "get", "nmstate", e.policy, "-o", "jsonpath={.metadata.name}"); got != e.policy {
+	c.kubectl.Must(t, "apply", "-f", filepath.Join(c.examples, e.file))
+	if got := c.kubectl.Must(t, "get", "nmstate", e.policy, "-o", "jsonpath={.metadata.name}"); got != e.policy {
 		t.Errorf("kubectl get nmstate %s: %q", e.policy, got)
 	}
 	if installed {
-		kubectl(t, "wait", "--for=condition=Available", "nmstate/"+e.policy, "--timeout=2m")
+		c.kubectl.Must(t, "wait", "--for=condition=Available", "nmstate/"+e.policy, "--timeout=2m")
 		return
 	}
-	kubectl(t, "delete", "nmstate", e.policy, "--wait")
+	c.kubectl.Must(t, "delete", "nmstate", e.policy, "--wait")
 }
 
 // TestRollback applies a policy that moves node02's default gateway to an
@@ -271,13 +276,13 @@ func runStored(t *testing.T, e example) {
 func TestRollback(t *testing.T) {
 	requirePolicies(t)
 	const node, policy = "node02", "break-gateway"
-	before := nodeExec(t, node, "ip", "-4", "route", "show", "default")
+	before := c.lab.MustExec(t, node, "ip", "-4", "route", "show", "default")
 	if !strings.HasPrefix(before, "default via 192.0.2.1 dev eth0") {
 		t.Fatalf("node02's default route before the test: %q", before)
 	}
 	begin := time.Now()
-	kubectl(t, "apply", "-f", filepath.Join(c.examples, "break-gateway.yaml"))
-	if err := waitFor(t, policy, "Degraded", rollbackTimeout); err != nil {
+	c.kubectl.Must(t, "apply", "-f", filepath.Join(c.examples, "break-gateway.yaml"))
+	if err := policyReaches(t, policy, "Degraded", rollbackTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Degraded after %v", time.Since(begin).Round(time.Millisecond))
@@ -293,32 +298,32 @@ func TestRollback(t *testing.T) {
 	}
 	// The handler's events: upstream's ReconcileFailed on the policy
 	// (one attempt: handlerArgs), RolledBack on the enactment.
-	eventually(t, 30*time.Second, "the rollback's events", func() string {
-		out := kubectl(t, "-n", "default", "get", "events", "-o",
+	suite.Eventually(t, 30*time.Second*c.slowdown, "the rollback's events", func() error {
+		out := c.kubectl.Must(t, "-n", "default", "get", "events", "-o",
 			`jsonpath={range .items[*]}{.involvedObject.kind}/{.involvedObject.name} {.type} {.reason}: {.message}{"\n"}{end}`)
 		for _, want := range []string{
 			`NodeNetworkConfigurationPolicy/break-gateway Warning ReconcileFailed: reconciliation of enactment "node02.break-gateway" has failed after 1 retries`,
 			`NodeNetworkConfigurationEnactment/node02.break-gateway Warning RolledBack: generation 1 rolled back (the ping probe failed after the apply): the previous network state is restored`,
 		} {
 			if !strings.Contains(out, want) {
-				return "no event " + want + " in:\n" + out
+				return errors.New("no event " + want + " in:\n" + out)
 			}
 		}
-		return ""
+		return nil
 	})
-	if after := nodeExec(t, node, "ip", "-4", "route", "show", "default"); after != before {
+	if after := c.lab.MustExec(t, node, "ip", "-4", "route", "show", "default"); after != before {
 		t.Errorf("default routes after the rollback:\n%s\nwant as before:\n%s", after, before)
 	}
 	// The NodeNetworkState follows the kernel: no route through .254.
-	eventually(t, 30*time.Second, "node02's NodeNetworkState after the rollback", func() string {
-		out := kubectl(t, "get", "nns", node, "-o", "jsonpath={.status.currentState.routes.running[*].next-hop-address}")
+	suite.Eventually(t, 30*time.Second*c.slowdown, "node02's NodeNetworkState after the rollback", func() error {
+		out := c.kubectl.Must(t, "get", "nns", node, "-o", "jsonpath={.status.currentState.routes.running[*].next-hop-address}")
 		if strings.Contains(out, "192.0.2.254") {
-			return "still reports a route through 192.0.2.254: " + out
+			return errors.New("still reports a route through 192.0.2.254: " + out)
 		}
 		if !strings.Contains(out, "192.0.2.1") {
-			return "reports no route through 192.0.2.1: " + out
+			return errors.New("reports no route through 192.0.2.1: " + out)
 		}
-		return ""
+		return nil
 	})
 	deletePolicy(t, policy)
 	pristine(t, node)
@@ -371,7 +376,7 @@ func enactments(t *testing.T, policy string) []enactment {
 	var list struct {
 		Items []enactment `json:"items"`
 	}
-	out := kubectl(t, "get", "nnce", "-l", "nmstate.io/policy="+policy, "-o", "json")
+	out := c.kubectl.Must(t, "get", "nnce", "-l", "nmstate.io/policy="+policy, "-o", "json")
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("enactments of %s: %v", policy, err)
 	}
@@ -397,12 +402,12 @@ func enactmentNodes(t *testing.T, e example) string {
 // progress ends, rolled back or committed, before the enactment goes).
 func deletePolicy(t *testing.T, policy string) {
 	t.Helper()
-	kubectl(t, "delete", "nncp", policy, "--wait")
-	eventually(t, time.Minute, "enactments of deleted policy "+policy, func() string {
-		if out := kubectl(t, "get", "nnce", "-l", "nmstate.io/policy="+policy, "-o", "name"); out != "" {
-			return "left: " + strings.ReplaceAll(strings.TrimSpace(out), "\n", ", ")
+	c.kubectl.Must(t, "delete", "nncp", policy, "--wait")
+	suite.Eventually(t, time.Minute*c.slowdown, "enactments of deleted policy "+policy, func() error {
+		if out := c.kubectl.Must(t, "get", "nnce", "-l", "nmstate.io/policy="+policy, "-o", "name"); out != "" {
+			return errors.New("left: " + strings.ReplaceAll(strings.TrimSpace(out), "\n", ", "))
 		}
-		return ""
+		return nil
 	})
 }
 
@@ -411,7 +416,7 @@ func deletePolicy(t *testing.T, policy string) {
 // the default route through the switch.
 func pristine(t *testing.T, node string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "node "+node+" back to its initial network", func() string {
+	suite.Eventually(t, 30*time.Second*c.slowdown, "node "+node+" back to its initial network", func() error {
 		l := links(t, node)
 		var names []string
 		for n, link := range l {
@@ -429,20 +434,20 @@ func pristine(t *testing.T, node string) {
 		}
 		slices.Sort(names)
 		if want := []string{"eth0", "eth1", "eth2", "lo"}; !slices.Equal(names, want) {
-			return fmt.Sprintf("links %v, want %v", names, want)
+			return fmt.Errorf("links %v, want %v", names, want)
 		}
 		for _, nic := range []string{"eth1", "eth2"} {
 			if a := l[nic].ipv4(); len(a) > 0 {
-				return fmt.Sprintf("%s has IPv4 %v", nic, a)
+				return fmt.Errorf("%s has IPv4 %v", nic, a)
 			}
 			if m := l[nic].Master; m != "" {
-				return fmt.Sprintf("%s is a port of %s", nic, m)
+				return fmt.Errorf("%s is a port of %s", nic, m)
 			}
 		}
-		if r := nodeExec(t, node, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev eth0") || strings.Count(r, "\n") != 1 {
-			return fmt.Sprintf("default routes %q, want only the one through 192.0.2.1", r)
+		if r := c.lab.MustExec(t, node, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev eth0") || strings.Count(r, "\n") != 1 {
+			return fmt.Errorf("default routes %q, want only the one through 192.0.2.1", r)
 		}
-		return ""
+		return nil
 	})
 }
 
@@ -450,7 +455,7 @@ func pristine(t *testing.T, node string) {
 // messages.
 func describePolicy(t *testing.T, policy string) string {
 	t.Helper()
-	p, _ := kubectlErr(t, "get", "nncp", policy, "-o", "jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{\"\\n\"}{end}")
+	p, _ := c.kubectl.Try(t, "", "get", "nncp", policy, "-o", "jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{\"\\n\"}{end}")
 	var b strings.Builder
 	fmt.Fprintf(&b, "policy %s:\n%s", policy, p)
 	for _, en := range enactments(t, policy) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // primaryNode is the node whose primary NIC the tests move.
@@ -103,7 +105,7 @@ func TestPrimaryNICBridgeBrokenGatewayRollsBack(t *testing.T) {
 	requirePolicies(t)
 	before := primaryLease(t)
 	const policy = "primary-bridge-broken"
-	kubectlIn(t, nodePolicyYAML(policy, primaryNode, nil, fmt.Sprintf(`
+	c.kubectl.MustIn(t, nodePolicyYAML(policy, primaryNode, nil, fmt.Sprintf(`
 interfaces:
 - name: brext
   type: linux-bridge
@@ -120,7 +122,7 @@ routes:
   config:
   - {destination: 0.0.0.0/0, next-hop-address: 192.0.2.254, next-hop-interface: brext}
 `, strings.TrimSuffix(before, "/24"))), "apply", "-f", "-")
-	if err := waitFor(t, policy, "Degraded", rollbackTimeout); err != nil {
+	if err := policyReaches(t, policy, "Degraded", rollbackTimeout); err != nil {
 		t.Fatal(err)
 	}
 	ens := enactments(t, policy)
@@ -135,12 +137,12 @@ routes:
 	// Its DHCP client runs again: the lease is renewed (at half its 2
 	// minute lifetime), so the address's lifetime goes up at some point.
 	first := validLifetime(t, primaryNode, "eth0", before)
-	eventually(t, 100*time.Second, "eth0's lease renewed by its DHCP client", func() string {
+	suite.Eventually(t, 100*time.Second*c.slowdown, "eth0's lease renewed by its DHCP client", func() error {
 		if now := validLifetime(t, primaryNode, "eth0", before); now > first {
-			return ""
+			return nil
 		} else {
 			first = now
-			return fmt.Sprintf("valid lifetime %d s, not renewed yet", now)
+			return fmt.Errorf("valid lifetime %d s, not renewed yet", now)
 		}
 	})
 }
@@ -153,7 +155,7 @@ func primaryLease(t *testing.T) string {
 	if len(addrs) != 1 || !dynamic(t, primaryNode, "eth0", addrs[0]) {
 		t.Fatalf("%s: eth0 has IPv4 %v, want its one DHCP address", primaryNode, addrs)
 	}
-	if r := nodeExec(t, primaryNode, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev eth0") {
+	if r := c.lab.MustExec(t, primaryNode, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev eth0") {
 		t.Fatalf("%s: default route %q, want one through 192.0.2.1 on eth0", primaryNode, r)
 	}
 	return addrs[0]
@@ -164,26 +166,26 @@ func primaryLease(t *testing.T) string {
 // through iface) reports it there.
 func movedTo(t *testing.T, iface, addr string) {
 	t.Helper()
-	eventually(t, 30*time.Second, primaryNode+": eth0's lease and default route on "+iface, func() string {
+	suite.Eventually(t, 30*time.Second*c.slowdown, primaryNode+": eth0's lease and default route on "+iface, func() error {
 		l := links(t, primaryNode)
 		if got := l[iface].ipv4(); len(got) != 1 || got[0] != addr || !dynamic(t, primaryNode, iface, addr) {
-			return fmt.Sprintf("%s has IPv4 %v, want %s from DHCP", iface, got, addr)
+			return fmt.Errorf("%s has IPv4 %v, want %s from DHCP", iface, got, addr)
 		}
 		if got := l["eth0"].ipv4(); len(got) != 0 {
-			return fmt.Sprintf("eth0 still has IPv4 %v", got)
+			return fmt.Errorf("eth0 still has IPv4 %v", got)
 		}
-		if r := nodeExec(t, primaryNode, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev "+iface) || strings.Count(r, "\n") != 1 {
-			return fmt.Sprintf("default routes %q, want only one through 192.0.2.1 on %s", r, iface)
+		if r := c.lab.MustExec(t, primaryNode, "ip", "-4", "route", "show", "default"); !strings.HasPrefix(r, "default via 192.0.2.1 dev "+iface) || strings.Count(r, "\n") != 1 {
+			return fmt.Errorf("default routes %q, want only one through 192.0.2.1 on %s", r, iface)
 		}
-		return ""
+		return nil
 	})
 	ip := strings.TrimSuffix(addr, "/24")
-	eventually(t, 30*time.Second, primaryNode+"'s NodeNetworkState showing "+iface, func() string {
-		out := kubectl(t, "get", "nns", primaryNode, "-o", "jsonpath={.status.currentState.interfaces[?(@.name==\""+iface+"\")].ipv4.address[*].ip}")
+	suite.Eventually(t, 30*time.Second*c.slowdown, primaryNode+"'s NodeNetworkState showing "+iface, func() error {
+		out := c.kubectl.Must(t, "get", "nns", primaryNode, "-o", "jsonpath={.status.currentState.interfaces[?(@.name==\""+iface+"\")].ipv4.address[*].ip}")
 		if !strings.Contains(out, ip) {
-			return fmt.Sprintf("%s's addresses %q, want %s", iface, out, ip)
+			return fmt.Errorf("%s's addresses %q, want %s", iface, out, ip)
 		}
-		return ""
+		return nil
 	})
 }
 
@@ -200,7 +202,7 @@ func addrInfoOf(t *testing.T, node, iface, addr string) (addrInfo, bool) {
 	var list []struct {
 		AddrInfo []addrInfo `json:"addr_info"`
 	}
-	if err := json.Unmarshal([]byte(nodeExec(t, node, "ip", "-j", "-4", "addr", "show", "dev", iface)), &list); err != nil {
+	if err := json.Unmarshal([]byte(c.lab.MustExec(t, node, "ip", "-j", "-4", "addr", "show", "dev", iface)), &list); err != nil {
 		t.Fatalf("node %s: ip -j addr show dev %s: %v", node, iface, err)
 	}
 	for _, l := range list {

@@ -89,7 +89,7 @@ interfaces:
 		ipv4Is(t, n, "eth1.101", fmt.Sprintf("198.51.100.%d/24", 11+i))
 	}
 	// node02 reaches node03 through the switch, tagged 101.
-	if out := nodeExec(t, "node02", "ping", "-c", "2", "-W", "10", "198.51.100.13"); !strings.Contains(out, "2 packets received") {
+	if out := c.lab.MustExec(t, "node02", "ping", "-c", "2", "-W", "10", "198.51.100.13"); !strings.Contains(out, "2 packets received") {
 		t.Errorf("node02 -> node03 over VLAN 101:\n%s", out)
 	}
 	for _, n := range allNodes {
@@ -108,7 +108,7 @@ func TestTwoPoliciesVLANsOnOneNIC(t *testing.T) {
 	requirePolicies(t)
 	for _, id := range []int{102, 103} {
 		policy := fmt.Sprintf("vlan%d", id)
-		kubectlIn(t, policyYAML(policy, fmt.Sprintf(`
+		c.kubectl.MustIn(t, policyYAML(policy, fmt.Sprintf(`
 interfaces:
 - name: eth1.%[1]d
   type: vlan
@@ -118,7 +118,7 @@ interfaces:
 `, id)), "apply", "-f", "-")
 	}
 	for _, policy := range []string{"vlan102", "vlan103"} {
-		if err := waitFor(t, policy, "Available", availableTimeout); err != nil {
+		if err := policyReaches(t, policy, "Available", availableTimeout); err != nil {
 			t.Fatal(err)
 		}
 	}

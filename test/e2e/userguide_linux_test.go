@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // guideBlock is one command block of the user guide.
@@ -98,7 +100,7 @@ func TestUserGuide(t *testing.T) {
 				begin := time.Now()
 				cmd := exec.Command("bash", "-c", guideScript(b.script))
 				cmd.Dir = work
-				cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig, "PATH="+filepath.Dir(kubectlPath)+":"+os.Getenv("PATH"))
+				cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig, "PATH="+filepath.Dir(suite.KubectlPath)+":"+os.Getenv("PATH"))
 				out, err := cmd.CombinedOutput()
 				if err != nil {
 					t.Fatalf("%s:%d: %v\n%s\noutput:\n%s", b.file, b.line, err, b.script, out)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/knmstate/knmstate/api/shared"
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // burstPolicies are created within burstWindow, each for one node, so
@@ -86,18 +87,13 @@ interfaces:
 		t.Logf("the burst took %v to create, more than %v", created, burstWindow)
 	}
 	var converged time.Duration
-	deadline := time.Now().Add(convergeTimeout)
-	for {
-		avail, total := s.availablePolicies(ctx)
-		if avail == burstPolicies {
-			converged = time.Since(begin)
-			break
+	suite.EventuallyEvery(t, convergeTimeout, 500*time.Millisecond, "the burst Available", func() error {
+		if avail, total := s.availablePolicies(ctx); avail != burstPolicies {
+			return fmt.Errorf("%d of %d burst policies Available (of %d listed)", avail, burstPolicies, total)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d burst policies Available (of %d listed) after %v", avail, burstPolicies, total, convergeTimeout)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		converged = time.Since(begin)
+		return nil
+	})
 	reqAfter, err := s.apiRequests(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +113,7 @@ interfaces:
 		t.Errorf("%d commits in the handlers' logs, want %d (one per policy)", commits, burstPolicies)
 	}
 	for _, n := range s.nodes {
-		out, err := s.exec(ctx, n, "ip", "-o", "link", "show", "type", "bridge")
+		out, err := s.lab.Exec(ctx, n, "", "ip", "-o", "link", "show", "type", "bridge")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +135,7 @@ func maxValue(m map[string]int) int {
 }
 
 // availablePolicies counts the policies whose Available condition is True.
-func (s *suite) availablePolicies(ctx context.Context) (avail, total int) {
+func (s *fixture) availablePolicies(ctx context.Context) (avail, total int) {
 	var l nmstatev1.NodeNetworkConfigurationPolicyList
 	if err := s.c.List(ctx, &l); err != nil {
 		return 0, 0
@@ -154,7 +150,7 @@ func (s *suite) availablePolicies(ctx context.Context) (avail, total int) {
 
 // apiRequests is the API server's count of requests served
 // (apiserver_request_total, every verb, resource and client).
-func (s *suite) apiRequests(ctx context.Context) (float64, error) {
+func (s *fixture) apiRequests(ctx context.Context) (float64, error) {
 	kube, err := kubernetes.NewForConfig(s.cfg)
 	if err != nil {
 		return 0, err

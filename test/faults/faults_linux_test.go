@@ -4,6 +4,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/knmstate/knmstate/api/shared"
 	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // outage is how long the control plane stays down; nodeDown and
@@ -39,7 +41,7 @@ type rollout struct {
 	created   time.Time
 }
 
-func (s *suite) startRollout(t *testing.T, tag string) *rollout {
+func (s *fixture) startRollout(t *testing.T, tag string) *rollout {
 	t.Helper()
 	ctx := t.Context()
 	if err := s.reset(ctx); err != nil {
@@ -91,24 +93,20 @@ func (r *rollout) inject(f lab.Fault) *lab.FaultResult {
 // Progressing) and returns when.
 func (r *rollout) converge() time.Time {
 	r.t.Helper()
-	ctx := r.t.Context()
-	deadline := time.Now().Add(convergeTimeout)
-	var last string
-	for {
-		done, state := s.ended(ctx, []string{r.good, r.bad})
-		if done {
-			return time.Now()
+	var at time.Time
+	suite.Eventually(r.t, convergeTimeout, "not converged after the policies were created (a rollout that needs a person)", func() error {
+		done, state := s.ended(r.t.Context(), []string{r.good, r.bad})
+		if !done {
+			return errors.New("\n" + state)
 		}
-		last = state
-		if time.Now().After(deadline) {
-			r.t.Fatalf("not converged %v after the policies were created (a rollout that needs a person):\n%s", convergeTimeout, last)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		at = time.Now()
+		return nil
+	})
+	return at
 }
 
 // ended says whether every named policy ended, and describes them.
-func (s *suite) ended(ctx context.Context, names []string) (bool, string) {
+func (s *fixture) ended(ctx context.Context, names []string) (bool, string) {
 	var b strings.Builder
 	done := true
 	for _, name := range names {
@@ -297,13 +295,12 @@ func TestFaults(t *testing.T) {
 		before := s.leader(t)
 		res := r.inject(lab.Fault{Component: lab.FaultController})
 		var after string
-		deadline := time.Now().Add(3 * time.Minute)
-		for after = s.leader(t); after == before || after == ""; after = s.leader(t) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no new leader 3m after killing %s", before)
+		suite.EventuallyEvery(t, 3*time.Minute, 100*time.Millisecond, "a new leader after killing "+before, func() error {
+			if after = s.leader(t); after == before || after == "" {
+				return fmt.Errorf("leader %q", after)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		})
 		takeover := time.Since(res.At)
 		pod := func(id string) string { p, _, _ := strings.Cut(id, "_"); return p }
 		t.Logf("leader %s -> %s", before, after)
@@ -374,7 +371,7 @@ func TestFaults(t *testing.T) {
 }
 
 // leader is the holder of the controller's leader Lease.
-func (s *suite) leader(t *testing.T) string {
+func (s *fixture) leader(t *testing.T) string {
 	t.Helper()
 	l := &coordinationv1.Lease{}
 	if err := s.c.Get(t.Context(), types.NamespacedName{Namespace: "nmstate", Name: "knmstate-controller"}, l); err != nil || l.Spec.HolderIdentity == nil {

@@ -3,12 +3,10 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,17 +21,13 @@ import (
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/testbed/lab"
-	"github.com/knmstate/knmstate/internal/testbed/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
-var (
-	knmstateBin = flag.String("faults.knmstate", "", "knmstate binary the images hold (make build); default the repository's bin/knmstate")
-	imagesDir   = flag.String("faults.images", "", "images of make images; default the repository's bin/images")
-	// reuseDir runs the cases on a kubelet lab already up (started with
-	// the handler arguments below), left up afterwards: for working on a
-	// case without waiting for a lab each time.
-	reuseDir = flag.String("faults.lab-dir", "", "directory of a running 5-node kubelet lab to use instead of starting one")
-)
+// reuseDir runs the cases on a kubelet lab already up (started with the
+// handler arguments below), left up afterwards: for working on a case
+// without waiting for a lab each time.
+var reuseDir = flag.String("faults.lab-dir", "", "directory of a running 5-node kubelet lab to use instead of starting one")
 
 // nodeCount and maxUnavailable are the issue's: a rollout to 5 nodes, at
 // most 2 applying at once.
@@ -57,9 +51,10 @@ var handlerArgs = []string{
 
 // suite is the lab every case shares; cases are isolated by their own
 // policy names and by reset (policies deleted, nodes put back).
-type suite struct {
+type fixture struct {
 	name, dir string
 	knmstate  string
+	lab       *suite.Lab
 	st        *lab.State
 	cfg       *rest.Config
 	c         client.Client
@@ -67,62 +62,39 @@ type suite struct {
 	nodes     []string
 }
 
-var s *suite
+var s *fixture
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(run(m))
+	os.Exit(suite.Main(m, suite.Options{Name: "faults", NeedRoot: true}, func(k *suite.Kit) int {
+		l, err := faultsLab(k)
+		if err != nil {
+			k.Logf("%v", err)
+			return 1
+		}
+		s = &fixture{name: l.Name, dir: l.Dir, knmstate: k.Knmstate, lab: l, st: l.State}
+		return s.run(m)
+	}))
 }
 
-func run(m *testing.M) int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "faults: "+format+"\n", args...)
-		return 1
-	}
-	if os.Geteuid() != 0 {
-		return fail("needs root (network namespaces, a kubelet lab)")
-	}
-	root, err := testenv.FindRepoRoot()
-	if err != nil {
-		return fail("%v", err)
-	}
-	bin, images := *knmstateBin, *imagesDir
-	if bin == "" {
-		bin = filepath.Join(root, "bin", "knmstate")
-	}
-	if images == "" {
-		images = filepath.Join(root, "bin", "images")
-	}
+// faultsLab is the lab of -faults.lab-dir, or a new one the kit takes
+// down when the suite ends.
+func faultsLab(k *suite.Kit) (*suite.Lab, error) {
 	if *reuseDir != "" {
-		st, err := lab.ReadState(*reuseDir)
-		if err != nil {
-			return fail("%v", err)
-		}
-		s = &suite{name: st.Name, dir: st.Dir, knmstate: bin, st: st}
-		return s.run(m)
+		return suite.Attach(*reuseDir)
 	}
-	name := fmt.Sprintf("f%d", os.Getpid())
-	dir := filepath.Join(os.TempDir(), "knmstate-faults-"+name)
-	// lab down even when Up fails half-way or a test panics.
-	defer func() {
-		if err := lab.Down(context.Background(), name, dir); err != nil {
-			fmt.Fprintf(os.Stderr, "faults: lab down: %v\n", err)
-		}
-	}()
 	begin := time.Now()
-	st, err := lab.Up(context.Background(), lab.Options{
-		Name: name, Dir: dir, Nodes: nodeCount, Binary: bin, Images: images,
+	l, err := k.Up(context.Background(), lab.Options{
+		Name: fmt.Sprintf("f%d", os.Getpid()), Nodes: nodeCount,
 		Kubelet: true, Heartbeat: time.Second, HandlerArgs: handlerArgs,
 	})
 	if err != nil {
-		return fail("lab up: %v", err)
+		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "FIGURE lab-up=%v nodes=%d\n", time.Since(begin).Round(time.Millisecond), nodeCount)
-	s = &suite{name: name, dir: dir, knmstate: bin, st: st}
-	return s.run(m)
+	return l, nil
 }
 
-func (s *suite) run(m *testing.M) int {
+func (s *fixture) run(m *testing.M) int {
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "faults: "+format+"\n", args...)
 		return 1
@@ -139,7 +111,7 @@ func (s *suite) run(m *testing.M) int {
 	return m.Run()
 }
 
-func (s *suite) connect() error {
+func (s *fixture) connect() error {
 	var err error
 	if s.cfg, err = clientcmd.BuildConfigFromFlags("", s.st.Kubeconfig); err != nil {
 		return err
@@ -159,22 +131,8 @@ func (s *suite) connect() error {
 	return err
 }
 
-// exec runs a command in a node's namespaces (lab exec) and returns its
-// output.
-func (s *suite) exec(ctx context.Context, node string, args ...string) (string, error) {
-	var out, errb bytes.Buffer
-	code, err := lab.Exec(ctx, s.dir, node, args, nil, &out, &errb)
-	if err == nil && code != 0 {
-		err = fmt.Errorf("exit status %d", code)
-	}
-	if err != nil {
-		return out.String(), fmt.Errorf("lab exec %s %s: %w: %s", node, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
-	}
-	return out.String(), nil
-}
-
 // inSwitch runs a command in the lab switch's network namespace.
-func (s *suite) inSwitch(ctx context.Context, args ...string) error {
+func (s *fixture) inSwitch(ctx context.Context, args ...string) error {
 	out, err := execCommand(ctx, "nsenter", append([]string{"--net=/run/netns/knml-" + s.name + "_switch", "--"}, args...)...)
 	if err != nil {
 		return fmt.Errorf("in the switch namespace: %s: %w: %s", strings.Join(args, " "), err, out)

@@ -21,6 +21,7 @@ import (
 	nmstatev1 "github.com/knmstate/knmstate/api/v1"
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/extension"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 type (
@@ -76,12 +77,12 @@ routes:
 
 // prepareBadNodes gives the switch the relay address and badNodes their
 // broken neighbour entry for it.
-func (s *suite) prepareBadNodes(ctx context.Context) error {
+func (s *fixture) prepareBadNodes(ctx context.Context) error {
 	if err := s.inSwitch(ctx, "ip", "addr", "replace", relay+"/24", "dev", "br0"); err != nil {
 		return err
 	}
 	for _, n := range badNodes {
-		if _, err := s.exec(ctx, n, "ip", "neigh", "replace", relay, "lladdr", badMAC, "dev", "eth0", "nud", "permanent"); err != nil {
+		if _, err := s.lab.Exec(ctx, n, "", "ip", "neigh", "replace", relay, "lladdr", badMAC, "dev", "eth0", "nud", "permanent"); err != nil {
 			return err
 		}
 	}
@@ -109,25 +110,24 @@ func newPolicy(name, state string, selector map[string]string, pause bool) (*pol
 // reset deletes every policy, waits until their enactments are gone and
 // takes what the policies left off the nodes (deleting a policy keeps its
 // configuration, as upstream's does).
-func (s *suite) reset(ctx context.Context) error {
+func (s *fixture) reset(ctx context.Context) error {
 	if err := s.c.DeleteAllOf(ctx, &policy{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the policies: %w", err)
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	err := suite.Until(ctx, 3*time.Minute, 300*time.Millisecond, func() error {
 		var ps nmstatev1.NodeNetworkConfigurationPolicyList
 		var es nmstatev1beta1.NodeNetworkConfigurationEnactmentList
 		err := errors.Join(s.c.List(ctx, &ps), s.c.List(ctx, &es))
 		if err == nil && len(ps.Items) == 0 && len(es.Items) == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("policies and enactments not gone after reset: %d policies, %d enactments (%v)", len(ps.Items), len(es.Items), err)
-		}
-		time.Sleep(300 * time.Millisecond)
+		return fmt.Errorf("%d policies, %d enactments (%v)", len(ps.Items), len(es.Items), err)
+	})
+	if err != nil {
+		return fmt.Errorf("policies and enactments not gone after reset: %w", err)
 	}
 	for _, n := range s.nodes {
-		out, err := s.exec(ctx, n, "ip", "-o", "link", "show", "type", "bridge")
+		out, err := s.lab.Exec(ctx, n, "", "ip", "-o", "link", "show", "type", "bridge")
 		if err != nil {
 			return err
 		}
@@ -138,17 +138,17 @@ func (s *suite) reset(ctx context.Context) error {
 			}
 			name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
 			if strings.HasPrefix(name, "fb") || name == goodBridge {
-				if _, err := s.exec(ctx, n, "ip", "link", "del", name); err != nil {
+				if _, err := s.lab.Exec(ctx, n, "", "ip", "link", "del", name); err != nil {
 					return err
 				}
 			}
 		}
-		out, err = s.exec(ctx, n, "ip", "route", "show", apiAddress+"/32")
+		out, err = s.lab.Exec(ctx, n, "", "ip", "route", "show", apiAddress+"/32")
 		if err != nil {
 			return err
 		}
 		if strings.TrimSpace(out) != "" {
-			if _, err := s.exec(ctx, n, "ip", "route", "del", apiAddress+"/32"); err != nil {
+			if _, err := s.lab.Exec(ctx, n, "", "ip", "route", "del", apiAddress+"/32"); err != nil {
 				return err
 			}
 		}
@@ -163,8 +163,8 @@ type liveState struct {
 	badRoute   bool // the API server's route through relay
 }
 
-func (s *suite) live(ctx context.Context, node string) (liveState, error) {
-	out, err := s.exec(ctx, node, s.knmstate, "nmstatectl", "show")
+func (s *fixture) live(ctx context.Context, node string) (liveState, error) {
+	out, err := s.lab.Exec(ctx, node, "", s.knmstate, "nmstatectl", "show")
 	if err != nil {
 		return liveState{}, err
 	}
@@ -239,7 +239,7 @@ func applying(ph string) bool { return ph == "Progressing" || ph == "Retrying" }
 func terminal(ph string) bool { return ph == "Available" || ph == "Failed" || ph == "Aborted" }
 
 // enactmentsOf lists the policy's enactments.
-func (s *suite) enactmentsOf(ctx context.Context, name string) ([]enactment, error) {
+func (s *fixture) enactmentsOf(ctx context.Context, name string) ([]enactment, error) {
 	var l nmstatev1beta1.NodeNetworkConfigurationEnactmentList
 	if err := s.c.List(ctx, &l, client.MatchingLabels{shared.EnactmentPolicyLabel: name}); err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // The watcher's sources. Applies come from the handlers' own log lines,
@@ -65,7 +66,7 @@ type logEvent struct {
 // watcher records, for one case, every apply on every node and every
 // enactment and policy change.
 type watcher struct {
-	s      *suite
+	s      *fixture
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -91,7 +92,7 @@ type watcher struct {
 }
 
 // watch starts the watcher; stop ends it (the case's cleanup).
-func (s *suite) watch(ctx context.Context) (*watcher, error) {
+func (s *fixture) watch(ctx context.Context) (*watcher, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watcher{s: s, cancel: cancel, offsets: map[string]int64{}, rests: map[string][]byte{},
 		lastApplying: map[string]logEvent{}, phases: map[string]map[string]string{},
@@ -315,27 +316,22 @@ func unquote(v string) string {
 // waitEvent waits until the logs show an event match accepts, and
 // returns it.
 func (w *watcher) waitEvent(ctx context.Context, timeout time.Duration, what string, match func(logEvent) bool) (logEvent, error) {
-	deadline := time.Now().Add(timeout)
 	seen := 0
-	for {
+	var found logEvent
+	err := suite.Until(ctx, timeout, 50*time.Millisecond, func() error {
 		w.mu.Lock()
 		evs := w.events[seen:]
 		seen = len(w.events)
 		w.mu.Unlock()
 		for _, ev := range evs {
 			if match(ev) {
-				return ev, nil
+				found = ev
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return logEvent{}, fmt.Errorf("no %s in the handlers' logs within %v", what, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return logEvent{}, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("no %s in the handlers' logs", what)
+	})
+	return found, err
 }
 
 // applyCounts are, per node, policy and generation, the applies the logs

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/knmstate/knmstate/internal/manifest"
 	"github.com/knmstate/knmstate/internal/testbed/lab"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 	"github.com/knmstate/knmstate/internal/webhook"
 	"github.com/knmstate/knmstate/pkg/nsrun"
 )
@@ -33,41 +35,41 @@ func checkConsolePlugin(t *testing.T, st *lab.State) {
 	t.Helper()
 	name := manifest.ConsolePluginName
 	begin := time.Now()
-	eventually(t, 3*time.Minute, "the ConsolePlugin", func() string {
-		out, err := kubectl(t, st, "", "get", "consoleplugin", name, "-o", "jsonpath={.spec.backend.service.name}/{.spec.backend.service.namespace}:{.spec.backend.service.port}")
+	suite.Eventually(t, 3*time.Minute, "the ConsolePlugin", func() error {
+		out, err := kube(st).Try(t, "", "get", "consoleplugin", name, "-o", "jsonpath={.spec.backend.service.name}/{.spec.backend.service.namespace}:{.spec.backend.service.port}")
 		if err != nil {
-			return err.Error()
+			return err
 		}
 		if want := fmt.Sprintf("%s/%s:9443", name, ns); out != want {
-			return fmt.Sprintf("backend %s, want %s", out, want)
+			return fmt.Errorf("backend %s, want %s", out, want)
 		}
-		return ""
+		return nil
 	})
-	must(t, st, "", "-n", ns, "wait", "deploy/"+name, "--for", "condition=Available", "--timeout", "3m")
+	kube(st).MustIn(t, "", "-n", ns, "wait", "deploy/"+name, "--for", "condition=Available", "--timeout", "3m")
 	t.Logf("console plugin: ConsolePlugin and its Deployment Available %.1f s after the check began", time.Since(begin).Seconds())
-	if got := must(t, st, "", "-n", ns, "get", "service", name, "-o", `jsonpath={.metadata.annotations.service\.beta\.openshift\.io/serving-cert-secret-name}`); got != manifest.ConsolePluginServingSecret {
+	if got := kube(st).MustIn(t, "", "-n", ns, "get", "service", name, "-o", `jsonpath={.metadata.annotations.service\.beta\.openshift\.io/serving-cert-secret-name}`); got != manifest.ConsolePluginServingSecret {
 		t.Errorf("plugin Service asks the service CA for %q, want %q", got, manifest.ConsolePluginServingSecret)
 	}
-	eventually(t, time.Minute, "the plugin in the console's spec.plugins", func() string {
-		out, err := kubectl(t, st, "", "get", "consoles.operator.openshift.io", manifest.ConsoleName, "-o", "jsonpath={.spec.plugins}")
+	suite.Eventually(t, time.Minute, "the plugin in the console's spec.plugins", func() error {
+		out, err := kube(st).Try(t, "", "get", "consoles.operator.openshift.io", manifest.ConsoleName, "-o", "jsonpath={.spec.plugins}")
 		if err != nil {
-			return err.Error()
+			return err
 		}
 		var plugins []string
 		_ = json.Unmarshal([]byte(out), &plugins)
 		for _, p := range plugins {
 			if p == name {
-				return ""
+				return nil
 			}
 		}
-		return "spec.plugins " + out
+		return errors.New("spec.plugins " + out)
 	})
 
 	// The Service over TLS, from the node the plugin's pod runs on (its
 	// ClusterIP through kube-proxy, as the console's bridge reaches it),
 	// trusting only the service CA (its bundle, as injected into the
 	// webhook configuration) for the Service's DNS name.
-	bundle := must(t, st, "", "get", "validatingwebhookconfiguration", webhook.ConfigurationName, "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}")
+	bundle := kube(st).MustIn(t, "", "get", "validatingwebhookconfiguration", webhook.ConfigurationName, "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}")
 	caPEM, err := base64.StdEncoding.DecodeString(bundle)
 	if err != nil {
 		t.Fatalf("service CA bundle: %v", err)
@@ -76,8 +78,8 @@ func checkConsolePlugin(t *testing.T, st *lab.State) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		t.Fatalf("service CA bundle holds no certificate: %q", bundle)
 	}
-	clusterIP := must(t, st, "", "-n", ns, "get", "service", name, "-o", "jsonpath={.spec.clusterIP}")
-	node := must(t, st, "", "-n", ns, "get", "pods", "-l", manifest.LabelComponent+"="+manifest.ComponentConsolePlugin, "-o", "jsonpath={.items[0].spec.nodeName}")
+	clusterIP := kube(st).MustIn(t, "", "-n", ns, "get", "service", name, "-o", "jsonpath={.spec.clusterIP}")
+	node := kube(st).MustIn(t, "", "-n", ns, "get", "pods", "-l", manifest.LabelComponent+"="+manifest.ComponentConsolePlugin, "-o", "jsonpath={.items[0].spec.nodeName}")
 	netns := ""
 	for _, n := range st.Nodes {
 		if n.Name == node {

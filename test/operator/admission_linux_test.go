@@ -5,6 +5,7 @@ package operator
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 func policyDoc(name, spec string) string {
@@ -39,7 +42,7 @@ func testAdmission(t *testing.T) {
 			`spec.capture.uplink: lexical error at position 16`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := kubectlErr(t, policyDoc("invalid-"+strings.ReplaceAll(tc.name, " ", "-"), tc.spec), "apply", "-f", "-")
+			_, err := s.kubectl.Try(t, policyDoc("invalid-"+strings.ReplaceAll(tc.name, " ", "-"), tc.spec), "apply", "-f", "-")
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), " is invalid: ") {
 				t.Errorf("kubectl apply of an invalid policy: %v, want refused as invalid with %q", err, tc.want)
 			}
@@ -50,29 +53,32 @@ func testAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range examples {
-		if _, err := kubectlErr(t, "", "apply", "--dry-run=server", "-f", f); err != nil {
+		if _, err := s.kubectl.Try(t, "", "apply", "--dry-run=server", "-f", f); err != nil {
 			t.Errorf("an example refused: %v", err)
 		}
 	}
 	// The webhook down: the operator paused (it would scale it back).
-	kubectl(t, "-n", "nmstate", "scale", "deploy/knmstate-operator", "--replicas=0")
-	kubectl(t, "-n", "nmstate", "scale", "deploy/knmstate-webhook", "--replicas=0")
+	s.kubectl.Must(t, "-n", "nmstate", "scale", "deploy/knmstate-operator", "--replicas=0")
+	s.kubectl.Must(t, "-n", "nmstate", "scale", "deploy/knmstate-webhook", "--replicas=0")
 	defer func() {
-		kubectl(t, "-n", "nmstate", "scale", "deploy/knmstate-operator", "--replicas=1")
-		eventually(t, 3*time.Minute, "the webhook back", func() string {
-			out, _ := kubectlErr(t, "", "-n", "nmstate", "get", "deploy", "knmstate-webhook", "-o", "jsonpath={.status.availableReplicas}")
+		s.kubectl.Must(t, "-n", "nmstate", "scale", "deploy/knmstate-operator", "--replicas=1")
+		suite.Eventually(t, 3*time.Minute, "the webhook back", func() error {
+			out, _ := s.kubectl.Try(t, "", "-n", "nmstate", "get", "deploy", "knmstate-webhook", "-o", "jsonpath={.status.availableReplicas}")
 			if out != "2" {
-				return "available " + out
+				return errors.New("available " + out)
 			}
-			return ""
+			return nil
 		})
-		kubectl(t, "wait", "--for=condition=Available", "nmstate/nmstate", "--timeout=3m")
+		s.kubectl.Must(t, "wait", "--for=condition=Available", "nmstate/nmstate", "--timeout=3m")
 	}()
-	eventually(t, 2*time.Minute, "no webhook pod left", func() string {
-		out := kubectl(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component=webhook", "-o", "name")
-		return strings.TrimSpace(out)
+	suite.Eventually(t, 2*time.Minute, "no webhook pod left", func() error {
+		out := s.kubectl.Must(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component=webhook", "-o", "name")
+		if left := strings.TrimSpace(out); left != "" {
+			return errors.New(left)
+		}
+		return nil
 	})
-	_, err = kubectlErr(t, policyDoc("while-webhook-down", "  desiredState:\n    interfaces:\n    - {name: eth2, type: ethernet, state: up}\n"), "apply", "-f", "-")
+	_, err = s.kubectl.Try(t, policyDoc("while-webhook-down", "  desiredState:\n    interfaces:\n    - {name: eth2, type: ethernet, state: up}\n"), "apply", "-f", "-")
 	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "nodenetworkconfigurationpolicies-validate.nmstate.io"`) {
 		t.Errorf("a policy with the webhook down: %v, want refused, naming the webhook", err)
 	} else {
@@ -85,10 +91,10 @@ func testAdmission(t *testing.T) {
 // nothing) through at least two CA and two serving-certificate rotations
 // all succeed.
 func testRotation(t *testing.T) {
-	kubectl(t, "patch", "nmstate", "nmstate", "--type=merge", "-p",
+	s.kubectl.Must(t, "patch", "nmstate", "nmstate", "--type=merge", "-p",
 		`{"spec":{"selfSignConfiguration":{"caRotateInterval":"40s","caOverlapInterval":"20s","certRotateInterval":"20s","certOverlapInterval":"10s"}}}`)
-	defer kubectl(t, "patch", "nmstate", "nmstate", "--type=json", "-p", `[{"op":"remove","path":"/spec/selfSignConfiguration"}]`)
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+	defer s.kubectl.Must(t, "patch", "nmstate", "nmstate", "--type=json", "-p", `[{"op":"remove","path":"/spec/selfSignConfiguration"}]`)
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubectl.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // TestOperatorLifecycle is a user's path through the operator, in order:
@@ -51,43 +54,43 @@ func TestOperatorLifecycle(t *testing.T) {
 }
 
 func testInstall(t *testing.T) {
-	if out := kubectl(t, "get", "crd", "-o", "name"); strings.Contains(out, "nmstate.io") {
+	if out := s.kubectl.Must(t, "get", "crd", "-o", "name"); strings.Contains(out, "nmstate.io") {
 		t.Fatalf("the lab has knmstate's CRDs already: %s", out)
 	}
-	kubectl(t, "apply", "--server-side", "--force-conflicts", "-k", kustomization(t, "knmstate"))
-	eventually(t, 3*time.Minute, "the operator Deployment available", func() string {
-		out, _ := kubectlErr(t, "", "-n", "nmstate", "get", "deploy", "knmstate-operator", "-o", "jsonpath={.status.availableReplicas}")
+	s.kubectl.Must(t, "apply", "--server-side", "--force-conflicts", "-k", kustomization(t, "knmstate"))
+	suite.Eventually(t, 3*time.Minute, "the operator Deployment available", func() error {
+		out, _ := s.kubectl.Try(t, "", "-n", "nmstate", "get", "deploy", "knmstate-operator", "-o", "jsonpath={.status.availableReplicas}")
 		if out != "1" {
-			return "available replicas " + out
+			return errors.New("available replicas " + out)
 		}
-		return ""
+		return nil
 	})
 	// Nothing else runs before an NMState exists.
-	if out := kubectl(t, "-n", "nmstate", "get", "pods", "-o", "name"); strings.Count(strings.TrimSpace(out), "\n") != 0 {
+	if out := s.kubectl.Must(t, "-n", "nmstate", "get", "pods", "-o", "name"); strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Errorf("pods before any NMState: %s", out)
 	}
 	begin := time.Now()
-	kubectl(t, "apply", "-f", filepath.Join(s.root, "examples", "nmstate.io_v1_nmstate_cr.yaml"))
-	kubectl(t, "wait", "--for=condition=Available", "nmstate/nmstate", "--timeout=4m")
+	s.kubectl.Must(t, "apply", "-f", filepath.Join(s.root, "examples", "nmstate.io_v1_nmstate_cr.yaml"))
+	s.kubectl.Must(t, "wait", "--for=condition=Available", "nmstate/nmstate", "--timeout=4m")
 	t.Logf("FIGURE nmstate.available: NMState created -> Available in %v", time.Since(begin).Round(time.Millisecond))
 	for _, c := range []string{"handler", "controller", "webhook"} {
-		out := kubectl(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component="+c, "-o", "jsonpath={range .items[*]}{.status.phase} {end}")
+		out := s.kubectl.Must(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component="+c, "-o", "jsonpath={range .items[*]}{.status.phase} {end}")
 		if strings.Count(out, "Running") == 0 {
 			t.Errorf("%s pods: %q", c, out)
 		}
 	}
-	eventually(t, time.Minute, "a NodeNetworkState per node", func() string {
-		out := kubectl(t, "get", "nns", "-o", "name")
+	suite.Eventually(t, time.Minute, "a NodeNetworkState per node", func() error {
+		out := s.kubectl.Must(t, "get", "nns", "-o", "name")
 		if n := strings.Count(out, "nodenetworkstate"); n != 3 {
-			return fmt.Sprintf("%d states: %s", n, out)
+			return fmt.Errorf("%d states: %s", n, out)
 		}
-		return ""
+		return nil
 	})
 }
 
 func testPolicy(t *testing.T) {
-	kubectl(t, "apply", "-f", filepath.Join(s.root, "examples", "linux-bridge.yaml"))
-	kubectl(t, "wait", "--for=condition=Available", "nncp/linux-bridge", "--timeout=2m")
+	s.kubectl.Must(t, "apply", "-f", filepath.Join(s.root, "examples", "linux-bridge.yaml"))
+	s.kubectl.Must(t, "wait", "--for=condition=Available", "nncp/linux-bridge", "--timeout=2m")
 }
 
 // handlerToken is a client authenticated with a token of the handler's
@@ -95,10 +98,10 @@ func testPolicy(t *testing.T) {
 // it into that pod).
 func handlerToken(t *testing.T, node string) dynamic.Interface {
 	t.Helper()
-	pod := strings.TrimSpace(kubectl(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component=handler",
+	pod := strings.TrimSpace(s.kubectl.Must(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component=handler",
 		"--field-selector", "spec.nodeName="+node, "-o", "jsonpath={.items[0].metadata.name}"))
-	token := strings.TrimSpace(kubectl(t, "-n", "nmstate", "create", "token", "knmstate-handler", "--bound-object-kind=Pod", "--bound-object-name="+pod))
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+	token := strings.TrimSpace(s.kubectl.Must(t, "-n", "nmstate", "create", "token", "knmstate-handler", "--bound-object-kind=Pod", "--bound-object-name="+pod))
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubectl.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,21 +145,21 @@ func testNodeScope(t *testing.T) {
 // policies, enactments and node network states through the aggregated
 // reader role, and may not create a policy.
 func testViewer(t *testing.T) {
-	kubectl(t, "create", "clusterrolebinding", "test-viewer", "--clusterrole=view", "--user=viewer")
-	defer kubectl(t, "delete", "clusterrolebinding", "test-viewer")
-	eventually(t, time.Minute, "view aggregates the reader role", func() string {
+	s.kubectl.Must(t, "create", "clusterrolebinding", "test-viewer", "--clusterrole=view", "--user=viewer")
+	defer s.kubectl.Must(t, "delete", "clusterrolebinding", "test-viewer")
+	suite.Eventually(t, time.Minute, "view aggregates the reader role", func() error {
 		for _, r := range []string{"nncp", "nnce", "nns"} {
-			if _, err := kubectlErr(t, "", "get", r, "--as=viewer"); err != nil {
-				return err.Error()
+			if _, err := s.kubectl.Try(t, "", "get", r, "--as=viewer"); err != nil {
+				return err
 			}
 		}
-		return ""
+		return nil
 	})
-	out, _ := kubectlErr(t, "", "auth", "can-i", "create", "nodenetworkconfigurationpolicies.nmstate.io", "--as=viewer")
+	out, _ := s.kubectl.Try(t, "", "auth", "can-i", "create", "nodenetworkconfigurationpolicies.nmstate.io", "--as=viewer")
 	if strings.TrimSpace(out) != "no" {
 		t.Errorf("a viewer may create policies: %q", out)
 	}
-	if _, err := kubectlErr(t, "", "delete", "nncp", "linux-bridge", "--as=viewer", "--dry-run=server"); err == nil || !strings.Contains(err.Error(), "forbidden") {
+	if _, err := s.kubectl.Try(t, "", "delete", "nncp", "linux-bridge", "--as=viewer", "--dry-run=server"); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("a viewer deleting a policy: %v, want forbidden", err)
 	}
 }
@@ -215,7 +218,7 @@ func testUpgrade(t *testing.T) {
 				return
 			case <-time.After(500 * time.Millisecond):
 			}
-			out, err := kubectlErr(t, "", "get", "nncp", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Available")].status} {end}`)
+			out, err := s.kubectl.Try(t, "", "get", "nncp", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Available")].status} {end}`)
 			if err != nil {
 				continue // the API server answers; a failed kubectl is not a policy's state
 			}
@@ -227,26 +230,26 @@ func testUpgrade(t *testing.T) {
 			}
 		}
 	}()
-	kubectl(t, "apply", "--server-side", "--force-conflicts", "-k", kustomization(t, "knmstate:"+s.versionNext))
+	s.kubectl.Must(t, "apply", "--server-side", "--force-conflicts", "-k", kustomization(t, "knmstate:"+s.versionNext))
 	want := s.state.Images["knmstate:"+s.versionNext]
-	eventually(t, 5*time.Minute, "the handler DaemonSet rolled to N+1", func() string {
-		out := kubectl(t, "-n", "nmstate", "get", "ds", "knmstate-handler", "-o",
+	suite.Eventually(t, 5*time.Minute, "the handler DaemonSet rolled to N+1", func() error {
+		out := s.kubectl.Must(t, "-n", "nmstate", "get", "ds", "knmstate-handler", "-o",
 			"jsonpath={.spec.template.spec.containers[0].image} {.status.updatedNumberScheduled} {.status.numberReady} {.status.desiredNumberScheduled}")
 		f := strings.Fields(out)
 		if len(f) != 4 || f[0] != want || f[1] != f[3] || f[2] != f[3] {
-			return out
+			return errors.New(out)
 		}
-		return ""
+		return nil
 	})
-	kubectl(t, "wait", "--for=condition=Available", "nmstate/nmstate", "--timeout=3m")
-	eventually(t, time.Minute, "every NodeNetworkState reports the new handler version", func() string {
-		out := kubectl(t, "get", "nns", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.handlerNmstateVersion} {end}")
+	s.kubectl.Must(t, "wait", "--for=condition=Available", "nmstate/nmstate", "--timeout=3m")
+	suite.Eventually(t, time.Minute, "every NodeNetworkState reports the new handler version", func() error {
+		out := s.kubectl.Must(t, "get", "nns", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.handlerNmstateVersion} {end}")
 		for _, f := range strings.Fields(out) {
 			if !strings.HasSuffix(f, "="+s.versionNext) {
-				return out
+				return errors.New(out)
 			}
 		}
-		return ""
+		return nil
 	})
 	time.Sleep(5 * time.Second)
 	close(stop)
@@ -266,7 +269,7 @@ func testUpgrade(t *testing.T) {
 			continue
 		}
 		newPods++
-		if logs := kubectl(t, "-n", "nmstate", "logs", p); strings.Contains(logs, "msg=applying ") {
+		if logs := s.kubectl.Must(t, "-n", "nmstate", "logs", p); strings.Contains(logs, "msg=applying ") {
 			t.Errorf("the new handler pod %s applied:\n%s", p, logs)
 		}
 	}
@@ -276,73 +279,73 @@ func testUpgrade(t *testing.T) {
 }
 
 func testUninstall(t *testing.T) {
-	kubectl(t, "delete", "nmstate", "nmstate", "--wait")
-	eventually(t, 2*time.Minute, "the operands removed", func() string {
-		out := kubectl(t, "-n", "nmstate", "get", "ds,deploy,svc,pdb", "-o", "name")
+	s.kubectl.Must(t, "delete", "nmstate", "nmstate", "--wait")
+	suite.Eventually(t, 2*time.Minute, "the operands removed", func() error {
+		out := s.kubectl.Must(t, "-n", "nmstate", "get", "ds,deploy,svc,pdb", "-o", "name")
 		var left []string
 		for _, l := range strings.Fields(out) {
 			if !strings.Contains(l, "knmstate-operator") {
 				left = append(left, l)
 			}
 		}
-		cluster := kubectl(t, "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations,validatingadmissionpolicies,clusterroles", "-o", "name")
+		cluster := s.kubectl.Must(t, "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations,validatingadmissionpolicies,clusterroles", "-o", "name")
 		for _, l := range strings.Fields(cluster) {
 			if strings.Contains(l, "knmstate-handler") || strings.Contains(l, "knmstate-controller") || strings.Contains(l, "knmstate-webhook") || strings.Contains(l, "nncp-validation") {
 				left = append(left, l)
 			}
 		}
 		if len(left) > 0 {
-			return strings.Join(left, ", ")
+			return errors.New(strings.Join(left, ", "))
 		}
-		return ""
+		return nil
 	})
 	// The CRDs, the policies and the nodes' network stay.
-	kubectl(t, "get", "crd", "nodenetworkconfigurationpolicies.nmstate.io")
-	kubectl(t, "get", "nncp", "linux-bridge")
+	s.kubectl.Must(t, "get", "crd", "nodenetworkconfigurationpolicies.nmstate.io")
+	s.kubectl.Must(t, "get", "nncp", "linux-bridge")
 	// The operator itself goes with its bundle's own objects (the CRDs
 	// stay: deleting them would delete every policy).
-	kubectl(t, "delete", "-f", filepath.Join(s.root, "deploy", "operator", "operator.yaml"), "--wait")
+	s.kubectl.Must(t, "delete", "-f", filepath.Join(s.root, "deploy", "operator", "operator.yaml"), "--wait")
 }
 
 func testHelm(t *testing.T) {
 	helm := filepath.Join(s.root, "bin", "helm")
 	ref := s.state.Images["knmstate"]
-	args := []string{"--kubeconfig", s.kubeconfig, "install", "knmstate", filepath.Join(s.root, "deploy", "helm", "knmstate"),
+	args := []string{"--kubeconfig", s.kubectl.Kubeconfig, "install", "knmstate", filepath.Join(s.root, "deploy", "helm", "knmstate"),
 		"--set", "image=" + ref, "--set", "createNamespace=false", "--set", "createNMState=true",
 		"--set", "nmstate.probeConfiguration.dns.host=api.lab.example", "--wait", "--timeout", "4m"}
 	if out, err := runCmd(helm, args...); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := runCmd(helm, "--kubeconfig", s.kubeconfig, "uninstall", "knmstate", "--wait"); err != nil {
+		if out, err := runCmd(helm, "--kubeconfig", s.kubectl.Kubeconfig, "uninstall", "knmstate", "--wait"); err != nil {
 			t.Errorf("helm uninstall: %v\n%s", err, out)
 		}
 	})
-	kubectl(t, "wait", "--for=condition=Available", "nmstate/nmstate", "--timeout=4m")
-	kubectl(t, "apply", "-f", filepath.Join(s.root, "examples", "static-ip.yaml"))
-	kubectl(t, "wait", "--for=condition=Available", "nncp/static-ip", "--timeout=2m")
-	kubectl(t, "wait", "--for=condition=Available", "nncp/linux-bridge", "--timeout=2m")
-	kubectl(t, "delete", "nmstate", "nmstate", "--wait")
+	s.kubectl.Must(t, "wait", "--for=condition=Available", "nmstate/nmstate", "--timeout=4m")
+	s.kubectl.Must(t, "apply", "-f", filepath.Join(s.root, "examples", "static-ip.yaml"))
+	s.kubectl.Must(t, "wait", "--for=condition=Available", "nncp/static-ip", "--timeout=2m")
+	s.kubectl.Must(t, "wait", "--for=condition=Available", "nncp/linux-bridge", "--timeout=2m")
+	s.kubectl.Must(t, "delete", "nmstate", "nmstate", "--wait")
 }
 
 // handlerPods are the names of the handler pods.
 func handlerPods(t *testing.T) []string {
 	t.Helper()
-	return strings.Fields(kubectl(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component=handler", "-o", "jsonpath={.items[*].metadata.name}"))
+	return strings.Fields(s.kubectl.Must(t, "-n", "nmstate", "get", "pods", "-l", "app.kubernetes.io/component=handler", "-o", "jsonpath={.items[*].metadata.name}"))
 }
 
 // enactmentTransitions lists every enactment's conditions with their
 // transition times: an apply moves them (Progressing, then Available).
 func enactmentTransitions(t *testing.T) string {
 	t.Helper()
-	return kubectl(t, "get", "nnce", "-o", `jsonpath={range .items[*]}{.metadata.name}:{range .status.conditions[*]}{.type}={.status}@{.lastTransitionTime},{end};{end}`)
+	return s.kubectl.Must(t, "get", "nnce", "-o", `jsonpath={range .items[*]}{.metadata.name}:{range .status.conditions[*]}{.type}={.status}@{.lastTransitionTime},{end};{end}`)
 }
 
 // apiWrites reads the API server's write request counters, by
 // "verb group/resource".
 func apiWrites(t *testing.T) map[string]float64 {
 	t.Helper()
-	raw := kubectl(t, "get", "--raw", "/metrics")
+	raw := s.kubectl.Must(t, "get", "--raw", "/metrics")
 	out := map[string]float64{}
 	for _, line := range strings.Split(raw, "\n") {
 		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
@@ -382,7 +385,7 @@ func apiWrites(t *testing.T) map[string]float64 {
 // report it (Summary API).
 func workingSets(t *testing.T, component string) string {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubectl.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

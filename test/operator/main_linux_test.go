@@ -3,10 +3,8 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,15 +15,7 @@ import (
 	"time"
 
 	"github.com/knmstate/knmstate/internal/testbed/lab"
-	"github.com/knmstate/knmstate/internal/testbed/testenv"
-)
-
-// kubectlPath is this machine's kubectl (make setup installs it).
-const kubectlPath = "/usr/bin/kubectl"
-
-var (
-	knmstateBin = flag.String("operator.knmstate", "", "knmstate binary the images hold (make build)")
-	imagesDir   = flag.String("operator.images", "", "images of make images (version N)")
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
 // handlerArgs are passed to the handlers through the operator (a patch of
@@ -34,86 +24,62 @@ var (
 var handlerArgs = []string{"--max-retries=1", "--probe-ping-timeout=10s"}
 
 // suite is the lab and what the tests share.
-type suite struct {
-	name, dir, root string
-	knmstate        string
-	kubeconfig      string
-	state           *lab.State
+type fixture struct {
+	root     string
+	knmstate string
+	lab      *suite.Lab
+	kubectl  suite.Kubectl
+	state    *lab.State
 	// images: N (make images) and N+1 (the same tree, another version).
 	imagesN, imagesNext   string
 	versionN, versionNext string
 }
 
-var s *suite
+var s *fixture
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(run(m))
+	os.Exit(suite.Main(m, suite.Options{Name: "operator", Require: []string{suite.KubectlPath}}, func(k *suite.Kit) int {
+		st, err := up(k)
+		if err != nil {
+			k.Logf("%v", err)
+			return 1
+		}
+		s = st
+		return m.Run()
+	}))
 }
 
-func run(m *testing.M) (code int) {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "operator: "+format+"\n", args...)
-		return 1
-	}
-	root, err := testenv.FindRepoRoot()
-	if err != nil {
-		return fail("%v", err)
-	}
-	st := &suite{root: root, knmstate: *knmstateBin, imagesN: *imagesDir}
-	if st.knmstate == "" {
-		st.knmstate = filepath.Join(root, "bin", "knmstate")
-	}
-	if st.imagesN == "" {
-		st.imagesN = filepath.Join(root, "bin", "images")
-	}
+// up makes the images of version N+1 and brings the lab up with nothing
+// of knmstate installed (the kit takes it down).
+func up(k *suite.Kit) (*fixture, error) {
+	st := &fixture{root: k.Root, knmstate: k.Knmstate, imagesN: k.Images}
 	var rec struct{ Tag string }
 	b, err := os.ReadFile(filepath.Join(st.imagesN, "knmstate.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &rec)
 	}
 	if err != nil {
-		return fail("images of make images in %s: %v (make build images)", st.imagesN, err)
+		return nil, fmt.Errorf("images of make images in %s: %w (make build images)", st.imagesN, err)
 	}
 	st.versionN = rec.Tag
-	tmp, err := os.MkdirTemp("", "knmstate-operator-test-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(tmp)
 	// Version N+1: the same tree linked with another version string, its
 	// images made by the same program as make images.
 	st.versionNext = st.versionN + "-next"
-	if st.imagesNext, err = buildImages(root, tmp, st.versionNext); err != nil {
-		return fail("images of version %s: %v", st.versionNext, err)
+	if st.imagesNext, err = buildImages(k.Root, k.TempDir, st.versionNext); err != nil {
+		return nil, fmt.Errorf("images of version %s: %w", st.versionNext, err)
 	}
-	st.name = "op-" + strconv.Itoa(os.Getpid())
-	st.dir = filepath.Join(os.TempDir(), "knmstate-operator-"+st.name)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := lab.Down(ctx, st.name, st.dir); err != nil {
-			code = fail("lab down: %v", err)
-		}
-		if left := lab.Leftovers(st.name, st.dir); len(left) > 0 {
-			code = fail("lab down left behind: %v", left)
-		}
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	begin := time.Now()
-	state, err := lab.Up(ctx, lab.Options{
-		Name: st.name, Dir: st.dir, Nodes: 3, Binary: st.knmstate, Kubelet: true, Install: lab.InstallNone,
-		Images: st.imagesN, MoreImages: []string{st.imagesNext},
-		APIServer: filepath.Join(root, "bin", "kube-apiserver"),
+	l, err := k.Up(ctx, lab.Options{
+		Name: "op-" + strconv.Itoa(os.Getpid()), Nodes: 3, Kubelet: true, Install: lab.InstallNone,
+		MoreImages: []string{st.imagesNext},
 	})
 	if err != nil {
-		return fail("lab up: %v", err)
+		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "operator: lab %s up in %v, nothing of knmstate installed\n", st.name, time.Since(begin).Round(time.Millisecond))
-	st.state, st.kubeconfig = state, state.Kubeconfig
-	s = st
-	return m.Run()
+	k.Logf("nothing of knmstate installed on lab %s", l.Name)
+	st.lab, st.state, st.kubectl = l, l.State, l.Kubectl
+	return st, nil
 }
 
 // buildImages links knmstate with version and makes its images with
@@ -136,44 +102,6 @@ func buildImages(root, tmp, version string) (string, error) {
 		}
 	}
 	return out, nil
-}
-
-// kubectl runs kubectl against the lab; a failure fails the test.
-func kubectl(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := kubectlErr(t, "", args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// kubectlErr runs kubectl with stdin and returns its output and error.
-func kubectlErr(t testing.TB, stdin string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(kubectlPath, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String(), nil
-}
-
-// eventually retries check until it reports nothing ("") or timeout.
-func eventually(t testing.TB, timeout time.Duration, what string, check func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		msg := check()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after %v: %s", what, timeout, msg)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // kustomization writes a kustomization that installs deploy/operator with

@@ -7,7 +7,6 @@ package ui
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,95 +20,55 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/knmstate/knmstate/internal/testbed/lab"
-	"github.com/knmstate/knmstate/internal/testbed/testenv"
+	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
 
-const (
-	kubectlPath  = "/usr/bin/kubectl"
-	chromiumPath = "/usr/bin/chromium"
-)
-
-var knmstateBin = flag.String("ui.knmstate", "", "knmstate binary with the web views built in (default: built from cmd/knmstate; web/dist must hold the bundle)")
+const chromiumPath = "/usr/bin/chromium"
 
 // suite is the one lab, `knmstate ui` and browser of the package.
-type suite struct {
-	dir, knmstate, kubeconfig string
-	nodes                     []string
-	url                       string // the printed URL, with its token
-	base                      string // http://host:port
-	browser                   context.Context
-	closeTab                  context.CancelFunc // the open tab's
+type fixture struct {
+	lab      *suite.Lab
+	kubectl  suite.Kubectl
+	nodes    []string
+	url      string // the printed URL, with its token
+	base     string // http://host:port
+	browser  context.Context
+	closeTab context.CancelFunc // the open tab's
 }
 
-var s *suite
+var s *fixture
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(runSuite(m))
+	opts := suite.Options{Name: "ui", BuildKnmstate: true, Require: []string{suite.KubectlPath, chromiumPath}}
+	os.Exit(suite.Main(m, opts, func(k *suite.Kit) int { return runSuite(m, k) }))
 }
 
-func runSuite(m *testing.M) (code int) {
+func runSuite(m *testing.M, k *suite.Kit) (code int) {
 	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "ui: "+format+"\n", args...)
+		k.Logf(format, args...)
 		return 1
 	}
-	for _, p := range []string{kubectlPath, chromiumPath} {
-		if _, err := os.Stat(p); err != nil {
-			return fail("%s is missing (make setup installs it): %v", p, err)
-		}
-	}
-	root, err := testenv.FindRepoRoot()
-	if err != nil {
-		return fail("repository root: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "web", "dist", "index.html")); err != nil && *knmstateBin == "" {
+	// The knmstate the kit builds embeds web/dist as it is: the views
+	// must be built (make build, which -suite.knmstate comes from).
+	built := strings.HasPrefix(k.Knmstate, k.TempDir)
+	if _, err := os.Stat(filepath.Join(k.Root, "web", "dist", "index.html")); err != nil && built {
 		return fail("the web views are not built (web/dist/index.html: %v): run make build", err)
 	}
-	tmp, err := os.MkdirTemp("", "knmstate-ui-test-")
+	st := &fixture{}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute*slowdown)
+	defer cancel()
+	l, err := k.Up(ctx, lab.Options{
+		Name: "ui-" + strconv.Itoa(os.Getpid()), Nodes: 2,
+		Kernel:      nodeKernel,
+		HandlerArgs: []string{"--max-retries=1", "--probe-ping-timeout=10s"},
+	})
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer os.RemoveAll(tmp)
-	st := &suite{knmstate: *knmstateBin}
-	if st.knmstate == "" {
-		st.knmstate = filepath.Join(tmp, "knmstate")
-		if out, err := exec.Command("go", "build", "-o", st.knmstate, "github.com/knmstate/knmstate/cmd/knmstate").CombinedOutput(); err != nil {
-			return fail("building knmstate: %v\n%s", err, out)
-		}
-	}
-	name := "ui-" + strconv.Itoa(os.Getpid())
-	st.dir = filepath.Join(os.TempDir(), "knmstate-"+name)
-	opts := lab.Options{
-		Name: name, Dir: st.dir, Nodes: 2, Binary: st.knmstate,
-		APIServer:   filepath.Join(root, "bin", "kube-apiserver"),
-		Kernel:      nodeKernel,
-		HandlerArgs: []string{"--max-retries=1", "--probe-ping-timeout=10s"},
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := lab.Down(ctx, name, st.dir); err != nil {
-			code = fail("lab down: %v", err)
-		}
-		if left := lab.Leftovers(name, st.dir); len(left) > 0 {
-			code = fail("lab down left behind: %v", left)
-		}
-	}()
-	begin := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute*slowdown)
-	defer cancel()
-	labState, err := lab.Up(ctx, opts)
-	if err != nil {
-		return fail("lab up: %v", err)
-	}
-	st.kubeconfig = labState.Kubeconfig
-	for _, n := range labState.Nodes {
-		st.nodes = append(st.nodes, n.Name)
-	}
-	fmt.Fprintf(os.Stderr, "ui: lab %s up in %v (nodes' kernel: %q)\n", name, time.Since(begin).Round(time.Millisecond), nodeKernel)
+	st.lab, st.kubectl, st.nodes = l, l.Kubectl, l.Nodes()
 
 	// knmstate ui, the real command; ended by its PID.
-	ui := exec.Command(st.knmstate, "ui", "--listen", "127.0.0.1:0", "--kubeconfig", st.kubeconfig)
+	ui := exec.Command(k.Knmstate, "ui", "--listen", "127.0.0.1:0", "--kubeconfig", st.kubectl.Kubeconfig)
 	stdout, err := ui.StdoutPipe()
 	if err != nil {
 		return fail("%v", err)
@@ -135,7 +94,7 @@ func runSuite(m *testing.M) (code int) {
 	st.base = st.url[:strings.Index(st.url, "/?")]
 	fmt.Fprintf(os.Stderr, "ui: %s", line)
 
-	// One headless chromium for the package, its profile in tmp.
+	// One headless chromium for the package, its profile in the kit's temporary directory.
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Headless,
@@ -143,7 +102,7 @@ func runSuite(m *testing.M) (code int) {
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(filepath.Join(tmp, "chromium")),
+		chromedp.UserDataDir(filepath.Join(k.TempDir, "chromium")),
 		chromedp.WindowSize(1400, 900),
 		chromedp.Flag("disable-dev-shm-usage", true),
 	)

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,30 +20,10 @@ import (
 
 var screenshots = flag.String("ui.screenshots", "", "also write the screenshots to this directory (docs/ui.md's come from here)")
 
-func kubectl(t *testing.T, stdin string, args ...string) string {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), kubectlPath, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
-	}
-	return out.String()
-}
-
-func nodeExec(t *testing.T, node string, args ...string) {
-	t.Helper()
-	out, err := exec.CommandContext(t.Context(), s.knmstate, append([]string{"lab", "exec", "--dir", s.dir, node, "--"}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("lab exec %s -- %s: %v\n%s", node, strings.Join(args, " "), err, out)
-	}
-}
-
 // deletePolicy removes a test's policy when it ends, pass or fail.
 func deletePolicy(t *testing.T, name string) {
 	t.Cleanup(func() {
-		exec.Command(kubectlPath, "--kubeconfig", s.kubeconfig, "delete", "nncp", name, "--ignore-not-found", "--wait=false").Run()
+		_, _ = s.kubectl.Run(context.Background(), "", "delete", "nncp", name, "--ignore-not-found", "--wait=false")
 	})
 }
 
@@ -164,8 +142,8 @@ func TestRefusedWithoutToken(t *testing.T) {
 func TestTopologyAndLists(t *testing.T) {
 	node := s.nodes[0]
 	deletePolicy(t, "ui-stack")
-	kubectl(t, strings.ReplaceAll(stackedPolicy, "NODE", node), "apply", "-f", "-")
-	kubectl(t, "", "wait", "nncp/ui-stack", "--for=condition=Available", fmt.Sprintf("--timeout=%ds", int(90*slowdown)))
+	s.kubectl.MustIn(t, strings.ReplaceAll(stackedPolicy, "NODE", node), "apply", "-f", "-")
+	s.kubectl.MustIn(t, "", "wait", "nncp/ui-stack", "--for=condition=Available", fmt.Sprintf("--timeout=%ds", int(90*slowdown)))
 
 	ctx := tab(t, "#/topology/"+node)
 	for _, e := range stackedEdges {
@@ -201,9 +179,9 @@ func TestTopologyAndLists(t *testing.T) {
 func TestFailingPolicy(t *testing.T) {
 	good, bad := s.nodes[0], s.nodes[1]
 	// The port exists on the first node only.
-	nodeExec(t, good, "ip", "link", "add", "ui-veth0", "type", "veth", "peer", "name", "ui-veth1")
+	s.lab.MustExec(t, good, "ip", "link", "add", "ui-veth0", "type", "veth", "peer", "name", "ui-veth1")
 	deletePolicy(t, "ui-fail")
-	kubectl(t, `apiVersion: nmstate.io/v1
+	s.kubectl.MustIn(t, `apiVersion: nmstate.io/v1
 kind: NodeNetworkConfigurationPolicy
 metadata:
   name: ui-fail
@@ -219,8 +197,8 @@ spec:
         options: {stp: {enabled: false}}
         port: [{name: ui-veth0}]
 `, "apply", "-f", "-")
-	kubectl(t, "", "wait", "nnce/"+bad+".ui-fail", "--for=condition=Failing", fmt.Sprintf("--timeout=%ds", int(90*slowdown)))
-	msg := kubectl(t, "", "get", "nnce", bad+".ui-fail", "-o", `jsonpath={.status.conditions[?(@.type=="Failing")].message}`)
+	s.kubectl.MustIn(t, "", "wait", "nnce/"+bad+".ui-fail", "--for=condition=Failing", fmt.Sprintf("--timeout=%ds", int(90*slowdown)))
+	msg := s.kubectl.MustIn(t, "", "get", "nnce", bad+".ui-fail", "-o", `jsonpath={.status.conditions[?(@.type=="Failing")].message}`)
 	ctx := tab(t, "#/policies/ui-fail")
 	row := fmt.Sprintf(`[data-test="enactments"] tr[data-node=%q][data-state="Failing"]`, bad)
 	run(t, ctx, "failing node's row", chromedp.WaitVisible(chromedp.CSS(row)))
@@ -248,7 +226,7 @@ func TestFormCreatesPolicy(t *testing.T) {
 		t.Errorf("error under the name field: %q, want the API server's metadata.name error", nameErr)
 	}
 	screenshot(t, ctx, "form-error")
-	if out := kubectl(t, "", "get", "nncp", "-o", "name"); strings.Contains(strings.ToLower(out), "bad") {
+	if out := s.kubectl.MustIn(t, "", "get", "nncp", "-o", "name"); strings.Contains(strings.ToLower(out), "bad") {
 		t.Fatalf("the dry-run left a policy: %s", out)
 	}
 	run(t, ctx, "valid form",
@@ -265,7 +243,7 @@ func TestFormCreatesPolicy(t *testing.T) {
 			NodeSelector map[string]string `json:"nodeSelector"`
 		} `json:"spec"`
 	}
-	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "nncp", "ui-form", "-o", "json")), &spec); err != nil {
+	if err := json.Unmarshal([]byte(s.kubectl.MustIn(t, "", "get", "nncp", "ui-form", "-o", "json")), &spec); err != nil {
 		t.Fatal(err)
 	}
 	if spec.Spec.NodeSelector["kubernetes.io/hostname"] != node {
@@ -280,7 +258,7 @@ func TestLive(t *testing.T) {
 	ctx := tab(t, "#/topology/"+node)
 	run(t, ctx, "topology drawn", waitJS(fmt.Sprintf(`window.knmstateTopology && window.knmstateTopology.node === %q`, node)))
 	begin := time.Now()
-	nodeExec(t, node, "ip", "link", "add", "ui-live0", "type", "veth", "peer", "name", "ui-live1")
+	s.lab.MustExec(t, node, "ip", "link", "add", "ui-live0", "type", "veth", "peer", "name", "ui-live1")
 	run(t, ctx, "new interface shown", chromedp.WaitReady(chromedp.CSS(`[data-kind="node"][data-id="ui-live0"]`)))
 	t.Logf("interface added on %s shown in the open topology after %v (kernel event → handler → NNS → watch → view)", node, time.Since(begin).Round(time.Millisecond))
 }
@@ -301,10 +279,10 @@ func TestTopology500(t *testing.T) {
 	}
 	status, _ := json.Marshal(map[string]any{"status": map[string]any{"currentState": map[string]any{"interfaces": ifaces}}})
 	t.Cleanup(func() {
-		exec.Command(kubectlPath, "--kubeconfig", s.kubeconfig, "delete", "nns", name, "--ignore-not-found").Run()
+		_, _ = s.kubectl.Run(context.Background(), "", "delete", "nns", name, "--ignore-not-found")
 	})
-	kubectl(t, `{"apiVersion":"nmstate.io/v1beta1","kind":"NodeNetworkState","metadata":{"name":"`+name+`"}}`, "create", "-f", "-")
-	kubectl(t, "", "patch", "nns", name, "--subresource=status", "--type=merge", "-p", string(status))
+	s.kubectl.MustIn(t, `{"apiVersion":"nmstate.io/v1beta1","kind":"NodeNetworkState","metadata":{"name":"`+name+`"}}`, "create", "-f", "-")
+	s.kubectl.MustIn(t, "", "patch", "nns", name, "--subresource=status", "--type=merge", "-p", string(status))
 
 	ctx := tab(t, "#/states/")
 	// The best of two rounds (first: cold code, second: warm): one round
