@@ -81,8 +81,8 @@ type freshInputs struct {
 	UID        types.UID
 }
 
-// enactmentAction is what a reconcile does: one of the reads decideEnactment asks for, or
-// what it ends with.
+// enactmentAction is what a reconcile does: one of the reads
+// decideEnactment asks for, or what it ends with.
 type enactmentAction int
 
 const (
@@ -218,79 +218,107 @@ func reportDecision(r enactmentReport) enactmentDecision {
 	return enactmentDecision{Action: actReport, Report: r}
 }
 
-// decideEnactment is what a reconcile of a policy does with what it has gathered
-// (docs/rollout.md): drop a record that no longer belongs, tell an
-// outcome kept from an earlier apply, report what the policy waits for,
-// ask for a permit, apply under it; or read what the next answer depends
-// on first.
+// decideEnactment is what a reconcile of a policy does with what it has
+// gathered (docs/rollout.md), or the read its answer depends on first.
+// Its stages follow a policy's way to the node: the record, the policy's
+// settings, its rendering, the rollout.
 func decideEnactment(in *enactmentInputs) enactmentDecision {
+	if d, ok := decideRecord(in); ok {
+		return d
+	}
+	ph := phaseOf(&in.Enactment.Status, in.Policy.Generation)
+	if d, ok := decideSettings(in, ph); ok {
+		return d
+	}
+	if d, ok := decideRendering(in, ph); ok {
+		return d
+	}
+	return decideRollout(in, ph)
+}
+
+// decideRecord drops a record that no longer belongs here, and tells an
+// outcome kept from an earlier apply.
+func decideRecord(in *enactmentInputs) (enactmentDecision, bool) {
 	p := in.Policy
 	switch {
 	case p == nil:
-		return enactmentDecision{Action: actForget}
+		return enactmentDecision{Action: actForget}, true
 	case in.Node == nil:
-		return enactmentDecision{Action: actNothing} // the Node's creation enqueues every policy again
+		return enactmentDecision{Action: actNothing}, true // the Node's creation enqueues every policy again
 	case !selectorMatches(p.Spec.NodeSelector, in.Node.Labels):
-		return enactmentDecision{Action: actDeleteEnactment}
+		return enactmentDecision{Action: actDeleteEnactment}, true
 	case in.Enactment == nil:
-		return enactmentDecision{Action: readEnactment}
+		return enactmentDecision{Action: readEnactment}, true
 	}
-	e, gen := in.Enactment, p.Generation
-	ph := phaseOf(&e.Status, gen)
 	if k := in.Kept; k != nil {
+		ph := phaseOf(&in.Enactment.Status, p.Generation)
 		// Told only while the enactment still shows that apply under way:
 		// a newer outcome (of this handler's next term, or of another
 		// handler on the node) is not overwritten by an older one.
-		if k.Generation == gen && (ph == phaseProgressing || ph == phaseRetrying) {
-			return enactmentDecision{Action: actReportKept}
+		if k.Generation == p.Generation && (ph == phaseProgressing || ph == phaseRetrying) {
+			return enactmentDecision{Action: actReportKept}, true
 		}
-		return enactmentDecision{Action: actDropKept}
+		return enactmentDecision{Action: actDropKept}, true
 	}
+	return enactmentDecision{}, false
+}
+
+// decideSettings follows the policy's knmstate.io settings that come
+// before any rendering, and ends at an ended generation.
+func decideSettings(in *enactmentInputs, ph enactmentPhase) (enactmentDecision, bool) {
+	p := in.Policy
 	// The knmstate.io annotations are checked here too: a policy admitted
 	// without the webhook must not be applied with settings it misspelt.
 	if in.ExtErr != nil {
 		d := reportDecision(enactmentReport{Kind: reportFailed, Message: in.ExtErr.Error()})
 		d.Log = "the policy's knmstate.io annotations are invalid"
-		return d
+		return d, true
 	}
 	if p.DeletionTimestamp != nil && slices.Contains(p.Finalizers, extension.RevertFinalizer) {
-		return enactmentDecision{Action: actRevert}
+		return enactmentDecision{Action: actRevert}, true
 	}
 	if pool := in.Ext.Pool; pool != nil {
 		if _, ok := pool.Addresses[in.Node.Name]; !ok {
 			// The controller's record of the address wakes us.
 			return reportDecision(enactmentReport{Kind: reportWaiting, Reason: extension.WaitingPoolReason, Message: fmt.Sprintf(
-				"waiting for the controller to assign this node an address of %s (knmstate.io/ipv4-pool); every address is taken when this lasts", pool.Prefix)})
+				"waiting for the controller to assign this node an address of %s (knmstate.io/ipv4-pool); every address is taken when this lasts", pool.Prefix)}), true
 		}
 	}
 	if in.Ext.DryRun {
-		return enactmentDecision{Action: actDryRun}
+		return enactmentDecision{Action: actDryRun}, true
 	}
 	if ph == phaseFailed || ph == phaseAborted {
-		return enactmentDecision{Action: actNothing} // ended for this generation
+		return enactmentDecision{Action: actNothing}, true // ended for this generation
 	}
+	return enactmentDecision{}, false
+}
 
+// decideRendering follows the policy rendered against the network: a
+// failure, a state still shown, nothing to apply, the policies it waits
+// for.
+func decideRendering(in *enactmentInputs, ph enactmentPhase) (enactmentDecision, bool) {
 	if in.Network == nil {
-		return enactmentDecision{Action: readNetwork}
+		return enactmentDecision{Action: readNetwork}, true
 	}
 	if err := in.Network.RenderErr; err != nil {
 		d := reportDecision(enactmentReport{Kind: reportFailed, Message: err.Error()})
 		d.Log = "rendering the desired state failed"
-		return d
+		return d, true
 	}
 	out := in.Network.Out
-	// A repair: re-applying a policy that was Available (drift).
-	repair := ph == phaseAvailable
-	if repair && (out.Desired == nil || satisfied(out.Desired, in.Network.Current)) {
-		return enactmentDecision{Action: actNothing} // done, and still true: no re-apply
+	if ph == phaseAvailable {
+		if out.Desired == nil || satisfied(out.Desired, in.Network.Current) {
+			return enactmentDecision{Action: actNothing}, true // done, and still true: no re-apply
+		}
+		return enactmentDecision{}, false // a repair (drift): what it waited for is past
 	}
 	if out.Desired == nil {
 		// Upstream: "Ignoring empty desired state"; no permit needed.
-		return reportDecision(enactmentReport{Kind: reportSuccess, Message: successMessage(out)})
+		return reportDecision(enactmentReport{Kind: reportSuccess, Message: successMessage(out)}), true
 	}
-	if len(in.Ext.After) > 0 && !repair {
+	if len(in.Ext.After) > 0 {
 		if in.After == nil {
-			return enactmentDecision{Action: readAfter}
+			return enactmentDecision{Action: readAfter}, true
 		}
 		if a := in.After; a.Message != "" {
 			// A watch of the other policies' enactments wakes us.
@@ -298,9 +326,16 @@ func decideEnactment(in *enactmentInputs) enactmentDecision {
 			if a.Failed {
 				reason = extension.WaitingFailedReason
 			}
-			return reportDecision(enactmentReport{Kind: reportWaiting, Reason: reason, Message: a.Message})
+			return reportDecision(enactmentReport{Kind: reportWaiting, Reason: reason, Message: a.Message}), true
 		}
 	}
+	return enactmentDecision{}, false
+}
+
+// decideRollout asks for a permit, waits for a retry's back-off, and
+// applies under the permit what the API server still has.
+func decideRollout(in *enactmentInputs, ph enactmentPhase) enactmentDecision {
+	e, gen := in.Enactment, in.Policy.Generation
 	if annotationGeneration(e, rollout.PermitAnnotation) != gen {
 		if annotationGeneration(e, rollout.AbortAnnotation) == gen {
 			msg := abortedMessage(e.Name)
@@ -314,7 +349,6 @@ func decideEnactment(in *enactmentInputs) enactmentDecision {
 		}
 		return reportDecision(enactmentReport{Kind: reportPending})
 	}
-
 	// Holding the permit for gen. A retry waits for its back-off.
 	if wait := in.NotBefore.Sub(in.Now); ph == phaseRetrying && wait > 0 {
 		return enactmentDecision{Action: actWait, RequeueAfter: wait}
@@ -330,6 +364,8 @@ func decideEnactment(in *enactmentInputs) enactmentDecision {
 		// brings the new generation here again.
 		return enactmentDecision{Action: actNothing}
 	}
+	// A repair: re-applying a policy that was Available (drift).
+	repair := ph == phaseAvailable
 	d := enactmentDecision{Action: actApply, Repair: repair, Progressing: ph != phaseProgressing && ph != phaseRetrying}
 	if repair {
 		d.Log = "network no longer shows the applied policy; applying it again"
