@@ -41,7 +41,8 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	return res, err
 }
 
-// reconcile gathers what decideEnactment asks for, then does what it decided.
+// reconcile gathers what decideEnactment asks for, then does what it
+// decided.
 func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	// A checkpoint left by a previous run is rolled back before anything
 	// else happens on this node.
@@ -52,8 +53,9 @@ func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// Each read fills an input decideEnactment asked for, so it never asks twice;
-	// the bound only keeps a bug from spinning the node's one worker.
+	// Each read fills an input decideEnactment asked for, so it never
+	// asks twice; the bound only keeps a bug from spinning the node's one
+	// worker.
 	for range 8 {
 		d := decideEnactment(in)
 		if !d.Action.isRead() {
@@ -137,8 +139,8 @@ func extensionSettings(p *nmstatev1.NodeNetworkConfigurationPolicy) (extension.S
 	return ext, errs.ToAggregate()
 }
 
-// perform does what decideEnactment decided: at most one status write and one
-// event, except an apply (see apply).
+// perform does what decideEnactment decided: at most one status write
+// and one event, except an apply (see apply).
 func (r *PolicyReconciler) perform(ctx context.Context, name string, in *enactmentInputs, d enactmentDecision) (reconcile.Result, error) {
 	ename := shared.EnactmentName(r.opts.Node, name)
 	log := r.log.WithValues("policy", name)
@@ -149,48 +151,58 @@ func (r *PolicyReconciler) perform(ctx context.Context, name string, in *enactme
 		return reconcile.Result{}, errors.Join(r.dropUnreported(name), r.deleteEnactment(ctx, ename))
 	case actDeleteEnactment:
 		return reconcile.Result{}, r.deleteEnactment(ctx, ename)
-	case actWait:
-		return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
+	case actReportKept, actDropKept:
+		return r.tellKept(ctx, log, name, in, d.Action == actReportKept)
+	case actReport:
+		return reconcile.Result{}, r.report(ctx, log, in, d)
 	case actRevert:
 		return reconcile.Result{}, r.revertOnDelete(ctx, in.Enactment, in.Policy, in.Ext.Probes)
 	case actDryRun:
 		return reconcile.Result{}, r.dryRun(ctx, in.Enactment, in.Policy, in.Node, in.Ext)
+	case actWait:
+		return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
 	case actApply:
 		return r.apply(ctx, log, name, in, d)
 	}
-	gen := in.Policy.Generation
-	switch d.Action {
-	case actReportKept:
+	return reconcile.Result{}, fmt.Errorf("policy %s: bug: no way to perform %s", name, d.Action)
+}
+
+// tellKept writes the kept outcome (when write) and forgets it; the
+// next reconcile starts from the enactment as now reported.
+func (r *PolicyReconciler) tellKept(ctx context.Context, log logr.Logger, name string, in *enactmentInputs, write bool) (reconcile.Result, error) {
+	if write {
+		gen := in.Policy.Generation
 		if err := r.writeStatus(ctx, in.Enactment, gen, rendered{}, in.Kept.set); err != nil {
 			return reconcile.Result{}, err
 		}
 		log.Info("reported an apply outcome whose status write had failed", "generation", gen, "outcome", in.Kept.Outcome)
-		fallthrough
-	case actDropKept:
-		if err := r.dropUnreported(name); err != nil {
-			return reconcile.Result{}, err
-		}
-		// Again, from the enactment as now reported.
-		return reconcile.Result{Requeue: true}, nil
-	case actReport:
-		if d.Log != "" {
-			log.Info(d.Log, "generation", gen, "error", d.Report.Message)
-		}
-		var out rendered
-		if in.Network != nil {
-			out = in.Network.Out
-		}
-		if err := r.writeStatus(ctx, in.Enactment, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			d.Report.set(&st.Conditions, in.Now)
-		}); err != nil {
-			return reconcile.Result{}, err
-		}
-		if d.Event != "" {
-			r.events.Eventf(in.Policy, nil, corev1.EventTypeWarning, "ReconcileFailed", "Reconcile", "%s", d.Event)
-		}
-		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{}, fmt.Errorf("policy %s: bug: no way to perform %s", name, d.Action)
+	if err := r.dropUnreported(name); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{Requeue: true}, nil
+}
+
+// report writes the decision's report, with the rendering when there is
+// one, then its event.
+func (r *PolicyReconciler) report(ctx context.Context, log logr.Logger, in *enactmentInputs, d enactmentDecision) error {
+	gen := in.Policy.Generation
+	if d.Log != "" {
+		log.Info(d.Log, "generation", gen, "error", d.Report.Message)
+	}
+	var out rendered
+	if in.Network != nil {
+		out = in.Network.Out
+	}
+	if err := r.writeStatus(ctx, in.Enactment, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+		d.Report.set(&st.Conditions, in.Now)
+	}); err != nil {
+		return err
+	}
+	if d.Event != "" {
+		r.events.Eventf(in.Policy, nil, corev1.EventTypeWarning, "ReconcileFailed", "Reconcile", "%s", d.Event)
+	}
+	return nil
 }
 
 // apply runs the transaction under the permit and reports its outcome.

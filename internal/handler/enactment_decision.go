@@ -151,7 +151,7 @@ func (a enactmentAction) String() string {
 	case readPolicy:
 		return "ReadPolicy"
 	}
-	return "action(" + strconv.Itoa(int(a)) + ")"
+	return "enactmentAction(" + strconv.Itoa(int(a)) + ")"
 }
 
 func (a enactmentAction) isRead() bool { return a >= readEnactment }
