@@ -78,7 +78,9 @@ type freshInputs struct {
 	// Deleted: the API server no longer has the policy.
 	Deleted    bool
 	Generation int64
-	UID        types.UID
+	// UID is the policy's as the API server has it (the revert record
+	// names it).
+	UID types.UID
 }
 
 // enactmentAction is what a reconcile does: one of the reads
@@ -191,7 +193,7 @@ const (
 	reportAborted
 )
 
-// report is the enactment status a decision writes.
+// enactmentReport is the enactment status a decision writes.
 type enactmentReport struct {
 	Kind reportKind
 	// Reason is the Waiting condition's reason.
