@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,6 @@ import (
 	nmstatev1beta1 "github.com/knmstate/knmstate/api/v1beta1"
 	"github.com/knmstate/knmstate/internal/extension"
 	"github.com/knmstate/knmstate/internal/metrics"
-	"github.com/knmstate/knmstate/internal/rollout"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
@@ -41,227 +41,229 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	return res, err
 }
 
+// reconcile gathers what decideEnactment asks for, then does what it
+// decided.
 func (r *PolicyReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	// A checkpoint left by a previous run is rolled back before anything
 	// else happens on this node.
 	if err := r.RecoverCheckpoint(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
-	log := r.log.WithValues("policy", req.Name)
-	name := shared.EnactmentName(r.opts.Node, req.Name)
-
-	policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
-	if err := r.client.Get(ctx, req.NamespacedName, policy); apierrors.IsNotFound(err) {
-		return reconcile.Result{}, errors.Join(r.dropUnreported(req.Name), r.deleteEnactment(ctx, name))
-	} else if err != nil {
-		return reconcile.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
-	}
-	node := &corev1.Node{}
-	if err := r.client.Get(ctx, types.NamespacedName{Name: r.opts.Node}, node); apierrors.IsNotFound(err) {
-		// The Node's creation enqueues every policy again.
-		return reconcile.Result{}, nil
-	} else if err != nil {
-		return reconcile.Result{}, fmt.Errorf("get node %s: %w", r.opts.Node, err)
-	}
-	if !selectorMatches(policy.Spec.NodeSelector, node.Labels) {
-		// The network is left as it is (upstream): only the record goes.
-		return reconcile.Result{}, r.deleteEnactment(ctx, name)
-	}
-	e, err := r.enactment(ctx, name, policy, node)
+	in, err := r.gatherPolicy(ctx, req.Name)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	gen := policy.Generation
-	// An earlier apply's outcome whose status write failed is told first.
-	if u, err := r.takeUnreported(req.Name); err != nil {
-		log.Info("a kept apply outcome is unreadable: dropped", "error", err.Error())
-	} else if u != nil {
-		// Told only while the enactment still shows that apply under way:
-		// a newer outcome (of this handler's next term, or of another
-		// handler on the node) is not overwritten by an older one.
-		if ph := phaseOf(&e.Status, gen); u.Generation == gen && (ph == phaseProgressing || ph == phaseRetrying) {
-			if err := r.writeStatus(ctx, e, gen, rendered{}, u.set); err != nil {
-				return reconcile.Result{}, err
-			}
-			log.Info("reported an apply outcome whose status write had failed", "generation", gen, "outcome", u.Outcome)
+	// Each read fills an input decideEnactment asked for, so it never
+	// asks twice; the bound only keeps a bug from spinning the node's one
+	// worker.
+	for range 8 {
+		d := decideEnactment(in)
+		if !d.Action.isRead() {
+			return r.perform(ctx, req.Name, in, d)
 		}
-		if err := r.dropUnreported(req.Name); err != nil {
+		if err := r.gather(ctx, req.Name, in, d.Action); err != nil {
 			return reconcile.Result{}, err
 		}
-		// Again, from the enactment as now reported.
-		return reconcile.Result{Requeue: true}, nil
 	}
-	// The knmstate.io annotations are checked here too: a policy admitted
-	// without the webhook must not be applied with settings it misspelt.
-	ext, extErrs := extension.Parse(policy.Annotations)
-	if err := extErrs.ToAggregate(); err != nil {
-		log.Info("the policy's knmstate.io annotations are invalid", "error", err.Error())
-		return reconcile.Result{}, r.writeStatus(ctx, e, gen, rendered{}, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			setEnactmentFailedToConfigure(&st.Conditions, time.Now(), err.Error())
-		})
-	}
-	if policy.DeletionTimestamp != nil && slices.Contains(policy.Finalizers, extension.RevertFinalizer) {
-		return reconcile.Result{}, r.revertOnDelete(ctx, e, policy, ext.Probes)
-	}
-	if ext.Pool != nil {
-		if _, ok := ext.Pool.Addresses[node.Name]; !ok {
-			// The controller's record of the address wakes us.
-			msg := fmt.Sprintf("waiting for the controller to assign this node an address of %s (knmstate.io/ipv4-pool); every address is taken when this lasts", ext.Pool.Prefix)
-			return reconcile.Result{}, r.writeStatus(ctx, e, gen, rendered{}, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-				setEnactmentWaiting(&st.Conditions, time.Now(), extension.WaitingPoolReason, msg)
-			})
-		}
-	}
-	if ext.DryRun {
-		return reconcile.Result{}, r.dryRun(ctx, e, policy, node, ext)
-	}
-	ph := phaseOf(&e.Status, gen)
-	if ph == phaseFailed || ph == phaseAborted {
-		return reconcile.Result{}, nil // ended for this generation
-	}
+	return reconcile.Result{}, fmt.Errorf("policy %s: bug: decideEnactment keeps asking for reads", req.Name)
+}
 
-	current, err := r.opts.Backend.Show(ctx)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading the network state: %w", err)
+// gatherPolicy reads what every reconcile starts from: the policy and
+// this node, from the cache.
+func (r *PolicyReconciler) gatherPolicy(ctx context.Context, name string) (*enactmentInputs, error) {
+	in := &enactmentInputs{Now: time.Now()}
+	policy := &nmstatev1.NodeNetworkConfigurationPolicy{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: name}, policy); err == nil {
+		in.Policy = policy
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get policy %s: %w", name, err)
 	}
-	now := time.Now()
-	out, err := renderPolicy(policy.Spec, current, e.Status.CapturedStates, now, r.renderOptions(node, ext))
-	if err != nil {
-		log.Info("rendering the desired state failed", "error", err.Error())
-		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			setEnactmentFailedToConfigure(&st.Conditions, now, err.Error())
-		})
+	node := &corev1.Node{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: r.opts.Node}, node); err == nil {
+		in.Node = node
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get node %s: %w", r.opts.Node, err)
 	}
-	if ph == phaseAvailable {
-		if out.Desired == nil || nmstate.Shows(current, out.Desired) {
-			return reconcile.Result{}, nil // done, and still true: no re-apply
-		}
-		log.Info("network no longer shows the applied policy; applying it again")
-	}
-	// A repair: re-applying a policy that was Available (drift).
-	repair := ph == phaseAvailable
-	if out.Desired == nil {
-		// Upstream: "Ignoring empty desired state"; no permit needed.
-		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			setEnactmentSuccess(&st.Conditions, now, successMessage(out))
-		})
-	}
+	return in, nil
+}
 
-	if len(ext.After) > 0 && ph != phaseAvailable {
-		msg, failed, err := r.afterBlock(ctx, node, ext.After)
+// gather does one read decideEnactment asked for.
+func (r *PolicyReconciler) gather(ctx context.Context, name string, in *enactmentInputs, read enactmentAction) error {
+	switch read {
+	case readEnactment:
+		e, err := r.enactment(ctx, shared.EnactmentName(r.opts.Node, name), in.Policy, in.Node)
 		if err != nil {
+			return err
+		}
+		in.Enactment = e
+		if u, err := r.takeUnreported(name); err != nil {
+			r.log.Info("a kept apply outcome is unreadable: dropped", "policy", name, "error", err.Error())
+		} else {
+			in.Kept = u
+		}
+		in.Ext, in.ExtErr = extensionSettings(in.Policy)
+		r.mu.Lock()
+		in.NotBefore = r.notBefore[name]
+		r.mu.Unlock()
+	case readNetwork:
+		current, err := r.opts.Backend.Show(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the network state: %w", err)
+		}
+		out, err := renderPolicy(in.Policy.Spec, current, in.Enactment.Status.CapturedStates, in.Now, r.renderOptions(in.Node, in.Ext))
+		in.Network = &networkInputs{Current: current, Out: out, RenderErr: err}
+	case readAfter:
+		msg, failed, err := r.afterBlock(ctx, in.Node, in.Ext.After)
+		if err != nil {
+			return err
+		}
+		in.After = &afterInputs{Message: msg, Failed: failed}
+	case readPolicy:
+		fresh := &nmstatev1.NodeNetworkConfigurationPolicy{}
+		if err := r.api.Get(ctx, types.NamespacedName{Name: name}, fresh); apierrors.IsNotFound(err) {
+			in.Fresh = &freshInputs{Deleted: true}
+		} else if err != nil {
+			return fmt.Errorf("get policy %s: %w", name, err)
+		} else {
+			in.Fresh = &freshInputs{Generation: fresh.Generation, UID: fresh.UID}
+		}
+	default:
+		return fmt.Errorf("policy %s: bug: %s is not a read", name, read)
+	}
+	return nil
+}
+
+// extensionSettings parses the policy's knmstate.io annotations.
+func extensionSettings(p *nmstatev1.NodeNetworkConfigurationPolicy) (extension.Settings, error) {
+	ext, errs := extension.Parse(p.Annotations)
+	return ext, errs.ToAggregate()
+}
+
+// perform does what decideEnactment decided: at most one status write
+// and one event, except an apply (see apply).
+func (r *PolicyReconciler) perform(ctx context.Context, name string, in *enactmentInputs, d enactmentDecision) (reconcile.Result, error) {
+	ename := shared.EnactmentName(r.opts.Node, name)
+	log := r.log.WithValues("policy", name)
+	switch d.Action {
+	case actNothing:
+		return reconcile.Result{}, nil
+	case actForget:
+		return reconcile.Result{}, errors.Join(r.dropUnreported(name), r.deleteEnactment(ctx, ename))
+	case actDeleteEnactment:
+		return reconcile.Result{}, r.deleteEnactment(ctx, ename)
+	case actReportKept, actDropKept:
+		return r.tellKept(ctx, log, name, in, d.Action == actReportKept)
+	case actReport:
+		return reconcile.Result{}, r.report(ctx, log, in, d)
+	case actRevert:
+		return reconcile.Result{}, r.revertOnDelete(ctx, in.Enactment, in.Policy, in.Ext.Probes)
+	case actDryRun:
+		return reconcile.Result{}, r.dryRun(ctx, in.Enactment, in.Policy, in.Node, in.Ext)
+	case actWait:
+		return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
+	case actApply:
+		return r.apply(ctx, log, name, in, d)
+	}
+	return reconcile.Result{}, fmt.Errorf("policy %s: bug: no way to perform %s", name, d.Action)
+}
+
+// tellKept writes the kept outcome (when write) and forgets it; the
+// next reconcile starts from the enactment as now reported.
+func (r *PolicyReconciler) tellKept(ctx context.Context, log logr.Logger, name string, in *enactmentInputs, write bool) (reconcile.Result, error) {
+	if write {
+		gen := in.Policy.Generation
+		if err := r.writeStatus(ctx, in.Enactment, gen, rendered{}, in.Kept.set); err != nil {
 			return reconcile.Result{}, err
 		}
-		if msg != "" {
-			// A watch of the other policies' enactments wakes us.
-			return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-				reason := shared.ConditionReason(extension.WaitingReason)
-				if failed {
-					reason = extension.WaitingFailedReason
-				}
-				setEnactmentWaiting(&st.Conditions, now, reason, msg)
-			})
-		}
+		log.Info("reported an apply outcome whose status write had failed", "generation", gen, "outcome", in.Kept.Outcome)
 	}
-	if annotationGeneration(e, rollout.PermitAnnotation) != gen {
-		if annotationGeneration(e, rollout.AbortAnnotation) == gen {
-			msg := abortedMessage(name)
-			if err := r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-				setEnactmentAborted(&st.Conditions, now, msg)
-			}); err != nil {
-				return reconcile.Result{}, err
-			}
-			r.events.Eventf(policy, nil, corev1.EventTypeWarning, "ReconcileFailed", "Reconcile", msg)
-			return reconcile.Result{}, nil
-		}
-		// Ask for a permit; the controller's annotation wakes us.
-		return reconcile.Result{}, r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			if ph != phasePending {
-				setEnactmentPending(&st.Conditions, now)
-			}
-		})
+	if err := r.dropUnreported(name); err != nil {
+		return reconcile.Result{}, err
 	}
+	return reconcile.Result{Requeue: true}, nil
+}
 
-	// Holding the permit for gen. A retry waits for its back-off.
-	if wait := r.retryWait(req.Name, now); ph == phaseRetrying && wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
+// report writes the decision's report, with the rendering when there is
+// one, then its event.
+func (r *PolicyReconciler) report(ctx context.Context, log logr.Logger, in *enactmentInputs, d enactmentDecision) error {
+	gen := in.Policy.Generation
+	if d.Log != "" {
+		log.Info(d.Log, "generation", gen, "error", d.Report.Message)
 	}
-	fresh := &nmstatev1.NodeNetworkConfigurationPolicy{}
-	if err := r.api.Get(ctx, req.NamespacedName, fresh); apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.deleteEnactment(ctx, name)
-	} else if err != nil {
-		return reconcile.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
+	var out rendered
+	if in.Network != nil {
+		out = in.Network.Out
 	}
-	if fresh.Generation != gen {
-		// The policy changed since the cache showed it: its update event
-		// brings the new generation here again.
-		return reconcile.Result{}, nil
+	if err := r.writeStatus(ctx, in.Enactment, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
+		d.Report.set(&st.Conditions, in.Now)
+	}); err != nil {
+		return err
 	}
-	if ph != phaseProgressing && ph != phaseRetrying {
+	if d.Event != "" {
+		r.events.Eventf(in.Policy, nil, corev1.EventTypeWarning, "ReconcileFailed", "Reconcile", "%s", d.Event)
+	}
+	return nil
+}
+
+// apply runs the transaction under the permit and reports its outcome.
+// The one decision with two status writes: the enactment shows
+// Progressing while the transaction runs (the controller counts the node
+// as unavailable, and a handler that dies meanwhile leaves it so), then
+// the outcome. Besides the outcome's event, the transaction's rollback
+// has its own (rollbackEvent).
+func (r *PolicyReconciler) apply(ctx context.Context, log logr.Logger, name string, in *enactmentInputs, d enactmentDecision) (reconcile.Result, error) {
+	e, gen, out := in.Enactment, in.Policy.Generation, in.Network.Out
+	if d.Log != "" {
+		log.Info(d.Log, "generation", gen)
+	}
+	if d.Progressing {
 		if err := r.writeStatus(ctx, e, gen, out, func(st *shared.NodeNetworkConfigurationEnactmentStatus) {
-			setEnactmentProgressing(&st.Conditions, now)
+			setEnactmentProgressing(&st.Conditions, in.Now)
 		}); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	if r.opts.OnApply != nil {
-		r.tx.onApply = func() { r.opts.OnApply(req.Name) }
+		r.tx.onApply = func() { r.opts.OnApply(name) }
 	}
 	if len(out.NoDefaultTrunk) > 0 {
 		log.Info("the kernel cannot filter VLANs on bridges: applying without upstream's default VLAN trunk", "ports", out.NoDefaultTrunk)
 	}
 	log.Info("applying", "generation", gen)
 	var record func(*nmstate.State) error
-	if ext.RevertOnDelete {
+	if in.Ext.RevertOnDelete {
+		// Recorded for the policy as the API server has it.
+		fresh := &nmstatev1.NodeNetworkConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, UID: in.Fresh.UID}}
 		record = func(revert *nmstate.State) error { return r.recordRevert(fresh, revert) }
 	}
-	tx, applyErr := r.tx.run(ctx, out.Desired, ext.Probes, record)
+	tx, applyErr := r.tx.run(ctx, out.Desired, in.Ext.Probes, record)
 	r.rollbackEvent(e, gen, tx)
-	if repair {
+	if d.Repair {
 		r.opts.Metrics.Repaired(r.opts.Node, applyErr == nil)
 	}
-	now = time.Now()
+	o := decideOutcome(e, r.opts.Node, gen, out, applyErr, r.retryPolicy(), time.Now())
 	if applyErr == nil {
-		r.setRetryWait(req.Name, time.Time{})
 		log.Info("applied", "generation", gen)
-		return reconcile.Result{}, r.reportOutcome(ctx, e, req.Name, out, unreported{Generation: gen, Outcome: outcomeAvailable, Message: successMessage(out), At: now})
+	} else {
+		log.Info("apply failed", "generation", gen, "attempt", o.Report.RetryCount, "error", applyErr.Error())
 	}
-	key := strconv.FormatInt(gen, 10)
-	n := e.Status.RetryCount[key] + 1
-	log.Info("apply failed", "generation", gen, "attempt", n, "error", applyErr.Error())
-	if n >= r.opts.MaxRetries {
-		r.setRetryWait(req.Name, time.Time{})
-		if err := r.reportOutcome(ctx, e, req.Name, out, unreported{Generation: gen, Outcome: outcomeFailed, RetryCount: n, Message: applyErr.Error(), At: now}); err != nil {
-			return reconcile.Result{}, err
-		}
-		r.events.Eventf(policy, nil, corev1.EventTypeWarning, "ReconcileFailed", "Reconcile",
-			"reconciliation of enactment %q has failed after %d retries", name, n)
-		return reconcile.Result{}, nil
-	}
-	backoff := r.backoff(n)
-	r.setRetryWait(req.Name, now.Add(backoff))
-	msg := retryingMessage(name, r.opts.Node, applyErr, n, r.opts.MaxRetries)
-	if err := r.reportOutcome(ctx, e, req.Name, out, unreported{Generation: gen, Outcome: outcomeRetrying, RetryCount: n, Message: msg, At: now}); err != nil {
+	r.setRetryWait(name, o.NotBefore)
+	if err := r.reportOutcome(ctx, e, name, out, o.Report); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: backoff}, nil
-}
-
-// backoff is the pause after the n-th failure: RetryBackoff doubled n-1
-// times, at most RetryMaxBackoff.
-func (r *PolicyReconciler) backoff(n int) time.Duration {
-	d := r.opts.RetryBackoff
-	for i := 1; i < n && d < r.opts.RetryMaxBackoff; i++ {
-		d *= 2
+	if o.Event != "" {
+		r.events.Eventf(in.Policy, nil, corev1.EventTypeWarning, "ReconcileFailed", "Reconcile", "%s", o.Event)
 	}
-	return min(d, r.opts.RetryMaxBackoff)
+	return reconcile.Result{RequeueAfter: o.RequeueAfter}, nil
 }
 
-func (r *PolicyReconciler) retryWait(policy string, now time.Time) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.notBefore[policy].Sub(now)
+// retryPolicy is the retry part of the options.
+func (r *PolicyReconciler) retryPolicy() retryPolicy {
+	return retryPolicy{MaxRetries: r.opts.MaxRetries, RetryBackoff: r.opts.RetryBackoff, RetryMaxBackoff: r.opts.RetryMaxBackoff}
 }
+
+// backoff is the pause after the n-th failure (retryPolicy.backoff).
+func (r *PolicyReconciler) backoff(n int) time.Duration { return r.retryPolicy().backoff(n) }
 
 func (r *PolicyReconciler) setRetryWait(policy string, at time.Time) {
 	r.mu.Lock()

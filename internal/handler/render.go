@@ -1,12 +1,13 @@
 package handler
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/knmstate/knmstate/api/shared"
 	"github.com/knmstate/knmstate/internal/extension"
@@ -59,60 +60,30 @@ type renderOptions struct {
 // cached ones), fills the templates, adds upstream's default VLAN
 // filtering to linux-bridge ports (when opts allow), and decodes and
 // validates the result against the schema. It is pure: current and cache
-// are not modified.
+// are not modified. Each input changes form once, into the generic
+// document nmpolicy works on, and the rendered document once, into the
+// schema's State.
 func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmstate.State,
 	cache map[string]shared.NodeNetworkConfigurationEnactmentCapturedState, now time.Time, opts renderOptions) (rendered, error) {
-	fail := func(format string, args ...any) (rendered, error) {
-		return rendered{}, &renderError{fmt.Errorf(format, args...)}
-	}
-	desiredDoc, err := nmpolicy.DecodeDocument(spec.DesiredState.Raw)
+	desiredDoc, err := desiredDocument(spec.DesiredState, opts)
 	if err != nil {
-		return fail("desiredState: %w", err)
+		return rendered{}, &renderError{err}
 	}
-	desiredDoc, problems := extension.RenderNode(desiredDoc, opts.Node)
-	if len(problems) > 0 {
-		errs := make([]error, len(problems))
-		for i, p := range problems {
-			errs[i] = fmt.Errorf("desiredState.%w", p)
-		}
-		return rendered{}, &renderError{errors.Join(errs...)}
-	}
-	if opts.Pool != nil {
-		if desiredDoc, err = extension.FillPool(desiredDoc, opts.Pool, opts.PoolAddr); err != nil {
-			return rendered{}, &renderError{err}
-		}
-	}
-	curJSON, err := nmstate.EncodeJSON(current)
+	curDoc, err := currentDocument(current)
 	if err != nil {
-		return fail("encoding the current state: %w", err)
+		return rendered{}, &renderError{err}
 	}
-	curDoc, err := nmpolicy.DecodeDocument(curJSON)
+	cached, err := capturedFromStatus(cache)
 	if err != nil {
-		return fail("current state: %w", err)
+		return rendered{}, &renderError{err}
 	}
-	var nmCache nmpolicy.CapturedStates
-	if len(cache) > 0 {
-		raw, err := json.Marshal(cache)
-		if err != nil {
-			return fail("capturedStates: %w", err)
-		}
-		if err := json.Unmarshal(raw, &nmCache); err != nil {
-			return fail("capturedStates: %w", err)
-		}
-	}
-	gen, err := nmpolicy.GenerateState(nmpolicy.Policy{Capture: spec.Capture, DesiredState: desiredDoc}, curDoc, nmCache, now)
+	gen, err := nmpolicy.GenerateState(nmpolicy.Policy{Capture: spec.Capture, DesiredState: desiredDoc}, curDoc, cached, now)
 	if err != nil {
 		return rendered{}, &renderError{err}
 	}
 	var out rendered
-	if len(gen.CapturedStates) > 0 {
-		raw, err := json.Marshal(gen.CapturedStates)
-		if err != nil {
-			return fail("capturedStates: %w", err)
-		}
-		if err := json.Unmarshal(raw, &out.Captured); err != nil {
-			return fail("capturedStates: %w", err)
-		}
+	if out.Captured, err = capturedToStatus(gen.CapturedStates); err != nil {
+		return rendered{}, &renderError{err}
 	}
 	if gen.DesiredState == nil {
 		return out, nil
@@ -122,26 +93,10 @@ func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmsta
 	} else {
 		out.NoDefaultTrunk = defaultTrunkPorts(gen.DesiredState)
 	}
-	raw, err := json.Marshal(gen.DesiredState)
+	desired, canon, err := decodeRendered(gen.DesiredState)
 	if err != nil {
-		return fail("desiredState: %w", err)
+		return rendered{}, &renderError{err}
 	}
-	desired, err := nmstate.Decode(raw)
-	if err != nil {
-		return fail("%w", err)
-	}
-	if err := nmstate.Validate(desired, nil).Err(); err != nil {
-		return fail("%w", err)
-	}
-	canon, err := nmstate.EncodeJSON(desired)
-	if err != nil {
-		return fail("encoding desiredState: %w", err)
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, canon); err != nil {
-		return fail("encoding desiredState: %w", err)
-	}
-	canon = compact.Bytes()
 	if !apply.IsEmpty(desired) {
 		out.Desired = desired
 		// As upstream, features are a report: a state the statistic
@@ -152,6 +107,109 @@ func renderPolicy(spec shared.NodeNetworkConfigurationPolicySpec, current *nmsta
 	}
 	out.Status = shared.State{Raw: canon}
 	return out, nil
+}
+
+// desiredDocument is the policy's desired state as a document, with this
+// node's values ({{ node... }}) and pool address filled in.
+func desiredDocument(desired shared.State, opts renderOptions) (any, error) {
+	doc, err := nmpolicy.DecodeDocument(desired.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("desiredState: %w", err)
+	}
+	doc, problems := extension.RenderNode(doc, opts.Node)
+	if len(problems) > 0 {
+		errs := make([]error, len(problems))
+		for i, p := range problems {
+			errs[i] = fmt.Errorf("desiredState.%w", p)
+		}
+		return nil, errors.Join(errs...)
+	}
+	if opts.Pool != nil {
+		return extension.FillPool(doc, opts.Pool, opts.PoolAddr)
+	}
+	return doc, nil
+}
+
+// currentDocument is the node's state as the document captures are
+// evaluated against. Through its compact JSON: faster than nmstate.Tree,
+// which builds a YAML node tree first (5,000 routes: 18 ms against 32 ms).
+func currentDocument(current *nmstate.State) (any, error) {
+	raw, err := nmstate.AppendCompactJSON(nil, current)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the current state: %w", err)
+	}
+	doc, err := nmpolicy.DecodeDocument(raw)
+	if err != nil {
+		return nil, fmt.Errorf("current state: %w", err)
+	}
+	return doc, nil
+}
+
+// capturedFromStatus converts the enactment's capture cache into
+// nmpolicy's, entry by entry.
+func capturedFromStatus(cache map[string]shared.NodeNetworkConfigurationEnactmentCapturedState) (nmpolicy.CapturedStates, error) {
+	if len(cache) == 0 {
+		return nil, nil
+	}
+	out := make(nmpolicy.CapturedStates, len(cache))
+	for name, c := range cache {
+		doc, err := nmpolicy.DecodeDocument(c.State.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("capturedStates.%s.state: %w", name, err)
+		}
+		st, ok := doc.(map[string]any)
+		if doc != nil && !ok {
+			return nil, fmt.Errorf("capturedStates.%s.state: must be a map", name)
+		}
+		out[name] = nmpolicy.CapturedState{State: st, MetaInfo: nmpolicy.MetaInfo{Version: c.MetaInfo.Version, Time: c.MetaInfo.TimeStamp.Time}}
+	}
+	return out, nil
+}
+
+// capturedToStatus converts nmpolicy's captured states into the
+// enactment's capture cache, entry by entry (nil for none).
+func capturedToStatus(captured nmpolicy.CapturedStates) (map[string]shared.NodeNetworkConfigurationEnactmentCapturedState, error) {
+	if len(captured) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]shared.NodeNetworkConfigurationEnactmentCapturedState, len(captured))
+	for name, c := range captured {
+		var st shared.State
+		if len(c.State) > 0 {
+			raw, err := json.Marshal(c.State)
+			if err != nil {
+				return nil, fmt.Errorf("capturedStates.%s.state: %w", name, err)
+			}
+			st = shared.State{Raw: raw}
+		}
+		out[name] = shared.NodeNetworkConfigurationEnactmentCapturedState{
+			State:    st,
+			MetaInfo: shared.NodeNetworkConfigurationEnactmentMetaInfo{Version: c.MetaInfo.Version, TimeStamp: metav1.NewTime(c.MetaInfo.Time)},
+		}
+	}
+	return out, nil
+}
+
+// decodeRendered decodes the rendered document into the schema's State,
+// validates it, and returns it with its canonical compact JSON (the
+// enactment's status.desiredState).
+func decodeRendered(doc any) (*nmstate.State, []byte, error) {
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("desiredState: %w", err)
+	}
+	desired, err := nmstate.Decode(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := nmstate.Validate(desired, nil).Err(); err != nil {
+		return nil, nil, err
+	}
+	canon, err := nmstate.AppendCompactJSON(nil, desired)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding desiredState: %w", err)
+	}
+	return desired, canon, nil
 }
 
 // defaultTrunk is upstream's default VLAN filtering of a linux-bridge

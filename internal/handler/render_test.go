@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/knmstate/knmstate/api/shared"
+	"github.com/knmstate/knmstate/pkg/nmpolicy"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
@@ -258,4 +260,76 @@ func TestSuccessMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRenderConversions: each form change of rendering gives what the
+// JSON round trips it replaced gave.
+func TestRenderConversions(t *testing.T) {
+	t.Run("current state", func(t *testing.T) {
+		for _, doc := range []string{renderCurrent, `
+interfaces:
+- name: bond0
+  type: bond
+  state: up
+  mac-address: 02:00:00:00:00:01
+  ipv4: {enabled: true, address: [{ip: 192.0.2.5, prefix-length: 24}]}
+  link-aggregation: {mode: 802.3ad, port: [eth1, eth2], options: {miimon: 100}}
+- {name: eth1, type: ethernet, state: up, mtu: 9000, ethtool: {feature: {rx-checksum: true}}}
+dns-resolver: {running: {server: [192.0.2.53]}}
+route-rules: {config: [{ip-from: 192.0.2.0/24, route-table: 100, priority: 1000}]}
+`} {
+			st := mustDecode(t, doc)
+			got, err := currentDocument(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := nmstate.EncodeJSON(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := nmpolicy.DecodeDocument(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("current document (-indented JSON round trip +compact):\n%s", diff)
+			}
+		}
+	})
+	t.Run("capture cache", func(t *testing.T) {
+		at := metav1.NewTime(renderNow)
+		for _, tt := range []struct {
+			name  string
+			cache map[string]shared.NodeNetworkConfigurationEnactmentCapturedState
+			want  nmpolicy.CapturedStates
+		}{
+			{"none", nil, nil},
+			{"states and an empty one", map[string]shared.NodeNetworkConfigurationEnactmentCapturedState{
+				"gw": {State: mustState(t, `{"routes":{"running":[{"destination":"0.0.0.0/0","table-id":254}]}}`),
+					MetaInfo: shared.NodeNetworkConfigurationEnactmentMetaInfo{Version: "0", TimeStamp: at}},
+				"none": {MetaInfo: shared.NodeNetworkConfigurationEnactmentMetaInfo{Version: "0", TimeStamp: at}},
+			}, nmpolicy.CapturedStates{
+				"gw": {State: map[string]any{"routes": map[string]any{"running": []any{map[string]any{"destination": "0.0.0.0/0", "table-id": int64(254)}}}},
+					MetaInfo: nmpolicy.MetaInfo{Version: "0", Time: renderNow}},
+				"none": {MetaInfo: nmpolicy.MetaInfo{Version: "0", Time: renderNow}},
+			}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				got, err := capturedFromStatus(tt.cache)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("capturedFromStatus (-want +got):\n%s", diff)
+				}
+				back, err := capturedToStatus(got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.cache, back); diff != "" {
+					t.Errorf("capturedToStatus of it (-cache +back):\n%s", diff)
+				}
+			})
+		}
+	})
 }

@@ -92,12 +92,24 @@ func (r *Report) Counts() (passed, failed, skipped int) {
 	return passed, failed, skipped
 }
 
-// Allowed is the reviewed list of skips: package import path → test name →
-// reason.
-type Allowed map[string]map[string]string
+// Allowed is the reviewed list of skips: stage → package import path →
+// test name → reason. The stage "*" allows the skip in every stage.
+type Allowed map[string]map[string]map[string]string
 
-// ParseAllowed reads test/skips.txt: one skip a line, `PACKAGE TEST REASON`,
-// with blank lines and # comments ignored; every entry needs a reason.
+// Reason is why the list allows pkg's test to skip in stage, and whether
+// it does.
+func (a Allowed) Reason(stage, pkg, test string) (string, bool) {
+	for _, s := range []string{stage, "*"} {
+		if r, ok := a[s][pkg][test]; ok {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// ParseAllowed reads test/skips.txt: one skip a line, `STAGE PACKAGE TEST
+// REASON`, with blank lines and # comments ignored; every entry needs a
+// reason.
 func ParseAllowed(r io.Reader) (Allowed, error) {
 	a := Allowed{}
 	sc := bufio.NewScanner(r)
@@ -107,13 +119,17 @@ func ParseAllowed(r io.Reader) (Allowed, error) {
 			continue
 		}
 		f := strings.Fields(line)
-		if len(f) < 3 {
-			return nil, fmt.Errorf("line %d: want PACKAGE TEST REASON, got %q", n, line)
+		if len(f) < 4 {
+			return nil, fmt.Errorf("line %d: want STAGE PACKAGE TEST REASON, got %q", n, line)
 		}
-		if a[f[0]] == nil {
-			a[f[0]] = map[string]string{}
+		stage, pkg, test := f[0], f[1], f[2]
+		if a[stage] == nil {
+			a[stage] = map[string]map[string]string{}
 		}
-		a[f[0]][f[1]] = strings.Join(f[2:], " ")
+		if a[stage][pkg] == nil {
+			a[stage][pkg] = map[string]string{}
+		}
+		a[stage][pkg][test] = strings.Join(f[3:], " ")
 	}
 	return a, sc.Err()
 }
@@ -186,7 +202,7 @@ func (r *Reader) endTest(e Event) {
 		}
 	case "skip":
 		res.Reason = skipReason(r.outputs[k])
-		if _, ok := r.allowed[e.Package][e.Test]; ok {
+		if _, ok := r.allowed.Reason(r.stage, e.Package, e.Test); ok {
 			r.report.Listed = append(r.report.Listed, res)
 			fmt.Fprintf(r.out, "--- SKIP (listed): %s %s: %s\n", e.Package, e.Test, res.Reason)
 		} else {
@@ -242,4 +258,31 @@ func skipReason(out []string) string {
 		return l
 	}
 	return "(no reason given)"
+}
+
+// Unran checks stages together: a test that a stage skipped by the list
+// for that stage (not "*") must have passed in another stage, so a test
+// that runs only in one mode is counted where it ran, never nowhere.
+func Unran(allowed Allowed, reports []*Report) []string {
+	passed := map[key]bool{}
+	for _, rep := range reports {
+		for _, t := range rep.Tests {
+			if t.Action == "pass" {
+				passed[key{t.Package, t.Test}] = true
+			}
+		}
+	}
+	var why []string
+	for _, rep := range reports {
+		for _, s := range rep.Listed {
+			if _, everywhere := allowed["*"][s.Package][s.Test]; everywhere {
+				continue
+			}
+			if !passed[key{s.Package, s.Test}] {
+				why = append(why, fmt.Sprintf("%s %s: skipped in stage %s and passed in no other stage", s.Package, s.Test, rep.Stage))
+			}
+		}
+	}
+	sort.Strings(why)
+	return why
 }

@@ -10,7 +10,7 @@ import (
 
 func TestReader(t *testing.T) {
 	const pkg = "example.com/p"
-	allowed := Allowed{pkg: {"TestListed": "needs a NIC this machine lacks"}}
+	allowed := Allowed{"unit": {pkg: {"TestListed": "needs a NIC this machine lacks"}}}
 	tests := []struct {
 		name   string
 		events []Event
@@ -102,15 +102,15 @@ func TestReader(t *testing.T) {
 }
 
 func TestParseAllowed(t *testing.T) {
-	got, err := ParseAllowed(strings.NewReader("# c\n\nexample.com/p TestX needs hardware\n"))
+	got, err := ParseAllowed(strings.NewReader("# c\n\n* example.com/p TestX needs hardware\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Allowed{"example.com/p": {"TestX": "needs hardware"}}
+	want := Allowed{"*": {"example.com/p": {"TestX": "needs hardware"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if _, err := ParseAllowed(strings.NewReader("example.com/p TestX\n")); err == nil {
+	if _, err := ParseAllowed(strings.NewReader("unit example.com/p TestX\n")); err == nil {
 		t.Error("an entry without a reason was accepted")
 	}
 }
@@ -119,5 +119,40 @@ func TestSkipReason(t *testing.T) {
 	got := skipReason([]string{"=== RUN   TestB\n", "    b_test.go:9: no Open vSwitch: ovs-vswitchd not found\n", "--- SKIP: TestB (0.00s)\n"})
 	if want := "no Open vSwitch: ovs-vswitchd not found"; got != want {
 		t.Errorf("skipReason = %q, want %q", got, want)
+	}
+}
+
+func TestUnran(t *testing.T) {
+	const pkg = "example.com/p"
+	allowed := Allowed{
+		"container": {pkg: {"TestKubeletOnly": "kubelet mode only"}},
+		"*":         {pkg: {"TestHardware": "needs hardware"}},
+	}
+	skipped := func(stage string, tests ...string) *Report {
+		r := &Report{Stage: stage}
+		for _, n := range tests {
+			r.Listed = append(r.Listed, Result{Package: pkg, Test: n, Action: "skip"})
+		}
+		return r
+	}
+	passedIn := func(stage, test string) *Report {
+		return &Report{Stage: stage, Tests: []Result{{Package: pkg, Test: test, Action: "pass"}}}
+	}
+	tests := []struct {
+		name    string
+		reports []*Report
+		want    []string
+	}{
+		{"ran in its own stage", []*Report{skipped("container", "TestKubeletOnly"), passedIn("kubelet", "TestKubeletOnly")}, nil},
+		{"ran nowhere", []*Report{skipped("container", "TestKubeletOnly")},
+			[]string{pkg + " TestKubeletOnly: skipped in stage container and passed in no other stage"}},
+		{"allowed everywhere", []*Report{skipped("container", "TestHardware")}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Unran(allowed, tt.reports)); diff != "" {
+				t.Errorf("Unran (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

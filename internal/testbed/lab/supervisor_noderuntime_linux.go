@@ -1,0 +1,91 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
+	"github.com/knmstate/knmstate/pkg/nsrun"
+)
+
+// What runs on a node besides the handler: the node runtime (`nmstatectl
+// service`: DHCP clients, DNS) and, with the NetworkManager backend, a
+// private NetworkManager.
+
+// startNetworkManagers runs one private NetworkManager per node (its own
+// bus and state under the node's directory), leaving eth0, the node's
+// link to the API server, to the node runtime.
+func (s *supervisor) startNetworkManagers(ctx context.Context, nodes []NodeState, teardown *[]func()) error {
+	for i := range nodes {
+		n := &nodes[i]
+		in, err := nmrun.Start(ctx, nmrun.Options{NetNS: nsrun.File(n.NetNS), Dir: filepath.Join(s.opts.Dir, "nodes", n.Name, "nm"), Unmanaged: []string{"eth0"}})
+		*teardown = append(*teardown, func() {
+			if err := in.Stop(); err != nil {
+				s.log.Error("stop NetworkManager", "node", n.Name, "err", err)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		n.NetworkManagerBus = in.Bus
+		n.NetworkManagerResolvConf = filepath.Join(in.RunDir, "resolv.conf")
+	}
+	return nil
+}
+
+// nodeConfig is the state file the node runtime applies at start: eth0 by
+// DHCPv4, DHCPv6 and SLAAC, as an installer would configure a node's
+// primary NIC.
+const nodeConfig = `# written by knmstate lab: the node's primary NIC, configured by DHCP
+interfaces:
+- name: eth0
+  type: ethernet
+  state: up
+  ipv4:
+    enabled: true
+    dhcp: true
+    dhcp-custom-hostname: %[1]s
+  ipv6:
+    enabled: true
+    dhcp: true
+    dhcp-custom-hostname: %[1]s
+    autoconf: true
+`
+
+// nodedStateDir is the node runtime's state directory. In kubelet mode it
+// is the node's /var/lib/knmstate/noded, where the handler's pod finds it
+// (a hostPath volume).
+func (s *supervisor) nodedStateDir(node string) string {
+	dir := filepath.Join(s.opts.Dir, "nodes", node)
+	if s.opts.Kubelet {
+		return filepath.Join(dir, "var", "lib", "knmstate", "noded")
+	}
+	return filepath.Join(dir, "noded")
+}
+
+// startNodeRuntime runs the node's network service (`nmstatectl service`,
+// the node runtime of pkg/noded: DHCP clients, leases, DNS) on the node's
+// namespaces, applying nodeConfig at start.
+func (s *supervisor) startNodeRuntime(n *NodeState) error {
+	dir := filepath.Join(s.opts.Dir, "nodes", n.Name)
+	cfgDir := filepath.Join(dir, "config")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		return fmt.Errorf("node %s config dir: %w", n.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "00-eth0.yml"), []byte(fmt.Sprintf(nodeConfig, n.Name)), 0o600); err != nil {
+		return fmt.Errorf("node %s config: %w", n.Name, err)
+	}
+	var args []string
+	if s.opts.Nmstatectl == s.opts.Binary {
+		args = []string{"nmstatectl"} // knmstate carries nmstatectl
+	}
+	s.start(&proc{
+		name: "noded/" + n.Name, where: s.where + " (netns " + n.NetNS + ")", bin: s.opts.Nmstatectl,
+		args: append(args, "--netns", n.NetNS, "--resolv-conf", n.ResolvConf, "--uts-ns", n.UTSNS, "--ovsdb", nodeOVSDB(n), "--ovs-datapath", "netdev",
+			"--state-dir", s.nodedStateDir(n.Name), "service", "--config", cfgDir),
+		logPath: filepath.Join(dir, "noded.log"), spawner: s.hostSpawner,
+	})
+	return nil
+}

@@ -1,0 +1,101 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
+)
+
+// Each node's own Open vSwitch (database and vswitchd), when the machine
+// has Debian's openvswitch-switch.
+
+// ovsAvailable says whether the nodes get their own Open vSwitch: in the
+// default mode, where the handler processes reach the node's database
+// socket in the lab directory, when Debian's openvswitch-switch is
+// installed. (A kubelet-mode handler pod would need the socket under the
+// node's /run/openvswitch, which is the machine's: not done.)
+func (s *supervisor) ovsAvailable() bool {
+	if s.opts.Kubelet {
+		s.note("kubelet mode: the nodes have no Open vSwitch (OVS policies fail saying so)")
+		return false
+	}
+	if s.opts.Backend == BackendNetworkManager {
+		return false // the handlers drive NetworkManager, which makes no OVS here
+	}
+	for _, bin := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			s.note("no %s (Debian's openvswitch-switch): the nodes have no Open vSwitch (OVS policies fail saying so)", bin)
+			return false
+		}
+	}
+	if _, err := os.Stat(ovsrun.DefaultSchema); err != nil {
+		s.note("no OVS schema (%v): the nodes have no Open vSwitch", err)
+		return false
+	}
+	return true
+}
+
+// startOVS gives the node its own Open vSwitch: ovsdb-server and
+// ovs-vswitchd (userspace datapath: bridges need no openvswitch module)
+// with their database, sockets and logs in the node's ovs directory and
+// ovs-vswitchd in the node's network namespace, stopped by the teardown.
+func (s *supervisor) startOVS(ctx context.Context, n *NodeState, teardown *[]func()) error {
+	t := time.Now()
+	dir := s.ovsDir(n.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("node %s ovs dir: %w", n.Name, err)
+	}
+	o, err := ovsrun.Start(ctx, ovsrun.Options{Dir: dir, NetNS: n.NetNS, StartTimeout: s.scale(20 * time.Second)})
+	if err != nil {
+		return fmt.Errorf("node %s: Open vSwitch: %w", n.Name, err)
+	}
+	s.ovsMu.Lock()
+	if s.ovs == nil {
+		s.ovs = map[string]*ovsrun.OVS{}
+	}
+	s.ovs[n.Name] = o
+	s.ovsMu.Unlock()
+	if teardown != nil {
+		// Whichever instance runs then (a reboot replaces it).
+		name := n.Name
+		*teardown = append(*teardown, func() { s.stopOVS(name) })
+	}
+	if o.Address != n.OVSDB {
+		return fmt.Errorf("node %s: Open vSwitch listens on %s, not %s", n.Name, o.Address, n.OVSDB)
+	}
+	s.step("node "+n.Name+": Open vSwitch (ovsdb-server, ovs-vswitchd)", t)
+	return nil
+}
+
+// stopOVS stops the node's Open vSwitch, if it runs.
+func (s *supervisor) stopOVS(node string) {
+	s.ovsMu.Lock()
+	o := s.ovs[node]
+	delete(s.ovs, node)
+	s.ovsMu.Unlock()
+	if o == nil {
+		return
+	}
+	if err := o.Stop(); err != nil {
+		s.log.Error("stop Open vSwitch", "node", node, "err", err)
+	}
+}
+
+// ovsDir is the directory of a node's Open vSwitch.
+func (s *supervisor) ovsDir(node string) string {
+	return filepath.Join(s.opts.Dir, "nodes", node, "ovs")
+}
+
+// nodeOVSDB is the node's OVS database for nmstatectl: its own, or none
+// (never the machine's default socket).
+func nodeOVSDB(n *NodeState) string {
+	if n.OVSDB == "" {
+		return "none"
+	}
+	return n.OVSDB
+}
