@@ -83,7 +83,7 @@ func newLabUpCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
 	registerKubeletFlags(cmd, &opts)
 	registerGuestFlags(cmd, &opts)
-	registerFirstBootFlag(cmd, &opts)
+	registerNodeFlags(cmd, &opts)
 	return cmd
 }
 
@@ -132,7 +132,7 @@ func newLabRunCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&opts.HandlerArgs, "handler-arg", nil, "argument appended to every node's `knmstate handler` command (repeatable), e.g. --handler-arg=--max-retries=1")
 	registerKubeletFlags(cmd, &opts)
 	registerGuestFlags(cmd, &opts)
-	registerFirstBootFlag(cmd, &opts)
+	registerNodeFlags(cmd, &opts)
 	return cmd
 }
 
@@ -399,6 +399,7 @@ func injectFault(cmd *cobra.Command, dir string, f lab.Fault) error {
 	return nil
 }
 
-func registerFirstBootFlag(cmd *cobra.Command, opts *lab.Options) {
+func registerNodeFlags(cmd *cobra.Command, opts *lab.Options) {
+	cmd.Flags().BoolVar(&opts.NoOVS, "no-ovs", false, "nodes without Open vSwitch (default mode; without this the lab refuses to start when Debian's openvswitch-switch is missing)")
 	cmd.Flags().StringVar(&opts.FirstBootDir, "first-boot-dir", "", "OpenShift-style NODE.yml / cluster.yml files every node applies with `nmstatectl first-boot` at each boot (lab up, lab reboot) before its handler starts (docs/openshift.md)")
 }

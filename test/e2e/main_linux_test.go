@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +56,11 @@ var c *cluster
 // binary and images of `make build images`: make test-kubelet).
 var backend = flag.String("e2e.backend", "", "the nodes' network backend: kernel (default) or networkmanager (a NetworkManager per node, driven by its handler)")
 
+// withOVS is the mode the suite expects of a default-mode lab with the
+// kernel backend: nodes with their own Open vSwitch, or (false) a lab asked
+// for without it. Kubelet, guest and NetworkManager nodes have none.
+var withOVS = flag.Bool("e2e.ovs", true, "expect every default-mode node to have its own Open vSwitch (false: ask for a lab without it)")
+
 func TestMain(m *testing.M) {
 	os.Exit(suite.Main(m, suite.Options{Name: "e2e", BuildKnmstate: true, Require: []string{suite.KubectlPath}}, func(k *suite.Kit) int {
 		cl, err := upCluster(k)
@@ -99,6 +105,8 @@ func upCluster(k *suite.Kit) (*cluster, error) {
 	if cl.policyFlags {
 		opts.HandlerArgs = handlerArgs
 	}
+	wantOVS := *withOVS && !cl.kubelet && !cl.fullKernel && *backend != lab.BackendNetworkManager
+	opts.NoOVS = !wantOVS
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute*cl.slowdown)
 	defer cancel()
 	l, err := k.Up(ctx, opts)
@@ -108,6 +116,12 @@ func upCluster(k *suite.Kit) (*cluster, error) {
 	k.Logf("nodes' kernel: %s, handler policy flags: %v", kernelName(), cl.policyFlags)
 	cl.lab, cl.dir, cl.state = l, l.Dir, l.State
 	cl.kubeconfig, cl.kubectl = l.State.Kubeconfig, l.Kubectl
+	// Said and checked, so that the OVS tests never check a refusal
+	// because the lab quietly came up without Open vSwitch.
+	k.Logf("mode: kubelet %v, guest kernel %v, backend %q, Open vSwitch on every node: %v", cl.kubelet, cl.fullKernel, *backend, wantOVS)
+	if cl.ovs() != wantOVS {
+		return nil, fmt.Errorf("the suite expects Open vSwitch on every node: %v, and the lab's nodes have it: %v", wantOVS, cl.ovs())
+	}
 	return cl, nil
 }
 

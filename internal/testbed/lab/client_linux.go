@@ -73,6 +73,9 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 			args = append(args, "--openshift-platform", opts.OpenShiftPlatform)
 		}
 	}
+	if opts.NoOVS {
+		args = append(args, "--no-ovs")
+	}
 	if opts.Backend != "" {
 		args = append(args, "--backend", opts.Backend)
 	}

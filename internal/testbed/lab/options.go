@@ -106,6 +106,12 @@ type Options struct {
 	// kernel only.
 	Backend string
 
+	// NoOVS asks for nodes without Open vSwitch in the default mode,
+	// where the lab otherwise refuses to start when Debian's
+	// openvswitch-switch is missing (kubelet and guest mode nodes have
+	// none either way).
+	NoOVS bool
+
 	// FirstBootDir holds OpenShift-style per-node NMState files
 	// (NODE.yml, cluster.yml; docs/openshift.md). Each node gets a copy in
 	// its own etc/nmstate/openshift (as a MachineConfig writes them) and

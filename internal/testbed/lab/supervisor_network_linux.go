@@ -105,7 +105,10 @@ func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []No
 	if !dhcp {
 		s.note("no node runtime (nmstatectl): eth0 addresses are installed statically (the address DHCP would give), no DHCP client runs")
 	}
-	withOVS := s.ovsAvailable()
+	withOVS, err := s.ovsAvailable()
+	if err != nil {
+		return err
+	}
 	for i := range nodes {
 		if withOVS {
 			// Known before the node runtime starts, which connects
