@@ -148,7 +148,7 @@ func (r *LinkReader) Addresses(name string, family int) ([]LinkAddress, error) {
 	case 6:
 		fam = netlink.FAMILY_V6
 	}
-	list, err := dump("addresses of "+name, func() ([]netlink.Addr, error) {
+	list, err := dump("addresses", func() ([]netlink.Addr, error) {
 		return r.h.AddrList(l, fam)
 	})
 	if err != nil {
