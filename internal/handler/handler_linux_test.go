@@ -3,12 +3,14 @@ package handler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -345,64 +347,134 @@ func TestNNSReportsExternalChange(t *testing.T) {
 		addrLat.Round(time.Millisecond), dnsLat.Round(time.Millisecond), create[len(create)-1].Round(time.Millisecond))
 }
 
-func TestNNSIdleWritesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("60 s idle window; skipped under -short")
+// refreshes counts the reporter's finished refreshes by trigger, from the
+// line each successful one logs (unchanged or written).
+type refreshes struct {
+	mu    sync.Mutex
+	count map[string]int
+	total int
+	// more is signalled (1-buffered) after every counted refresh.
+	more chan struct{}
+}
+
+func (r *refreshes) snapshot() (map[string]int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.count), r.total
+}
+
+// refreshSink passes every line to the test's sink, which decides what it
+// shows, and counts refreshes whatever the verbosity.
+type refreshSink struct {
+	logr.LogSink
+	r *refreshes
+	t *testing.T // so the test's log shows the logging line
+}
+
+func (s refreshSink) Enabled(int) bool { return true }
+
+func (s refreshSink) Info(level int, msg string, kv ...any) {
+	s.t.Helper()
+	if msg == "node network state unchanged" || msg == "wrote node network state" {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == "trigger" {
+				s.r.mu.Lock()
+				s.r.count[fmt.Sprint(kv[i+1])]++
+				s.r.total++
+				s.r.mu.Unlock()
+				select {
+				case s.r.more <- struct{}{}:
+				default:
+				}
+			}
+		}
 	}
+	if s.LogSink.Enabled(level) {
+		s.LogSink.Info(level, msg, kv...)
+	}
+}
+
+func (s refreshSink) WithValues(kv ...any) logr.LogSink {
+	return refreshSink{s.LogSink.WithValues(kv...), s.r, s.t}
+}
+
+func (s refreshSink) WithName(name string) logr.LogSink {
+	return refreshSink{s.LogSink.WithName(name), s.r, s.t}
+}
+
+// TestNNSIdleWritesNothing: churn the handler sees but must not report
+// (netlink and file events whose filtered state is equal), and full
+// re-reads (resync), write nothing. Each round of churn ends when the
+// reporter has finished a change-triggered refresh, a resync, and a
+// refresh that began after the churn; the window ends with a real change,
+// whose write comes after any earlier one in the watch.
+func TestNNSIdleWritesNothing(t *testing.T) {
 	n := newNode(t, "nns-idle")
 	pod := nstest.New(t)
 	w := n.watchNNS(t, "")
-	// A short resync: the idle window covers many full re-reads.
-	n.start(t, func(o *Options) { o.Resync = 2 * time.Second })
+	counted := &refreshes{count: map[string]int{}, more: make(chan struct{}, 1)}
+	n.start(t, func(o *Options) {
+		// A short resync: every round covers a full re-read.
+		o.Resync = time.Second
+		o.Log = logr.New(refreshSink{o.Log.GetSink(), counted, t})
+	})
 	obj := waitFor(t, w, "node network state with status", hasStatus)
 	w.Stop()
 
 	// Count every write from here on.
 	counter := n.watchNNS(t, obj.ResourceVersion)
-	const idle = 60 * time.Second
-	end := time.Now().Add(idle)
-	writes := []string{}
-	churn := 0
-	tick := time.NewTicker(3 * time.Second)
-	defer tick.Stop()
-	for time.Now().Before(end) {
-		select {
-		case ev := <-counter.ResultChan():
-			o, _ := ev.Object.(*nmstatev1beta1.NodeNetworkState)
-			if o != nil {
-				writes = append(writes, fmt.Sprintf("%s rv=%s", ev.Type, o.ResourceVersion))
+	const rounds = 6
+	for round := range rounds {
+		// A pod veth appears and, a round later, goes (netlink events, a
+		// changed show output that the filter makes equal), and
+		// resolv.conf is rewritten with the same content (file events).
+		if round%2 == 0 {
+			nstest.Veth(t, n.ns, "vethchurn", pod, "eth0")
+		} else if l, err := n.ns.Netlink.LinkByName("vethchurn"); err != nil {
+			t.Fatal(err)
+		} else if err := n.ns.Netlink.LinkDel(l); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(n.resolv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(n.resolv, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before, total := counted.snapshot()
+		timeout := time.After(hangGuard)
+		for {
+			now, nowTotal := counted.snapshot()
+			// Refreshes run one at a time: the second after the churn
+			// began after it.
+			if now["change"] > before["change"] && now["resync"] > before["resync"] && nowTotal >= total+2 {
+				break
 			}
-		case <-tick.C:
-			// Churn the handler must see but not report: a pod veth
-			// appears and, a round later, goes (netlink events, a
-			// changed show output that the filter makes equal), and
-			// resolv.conf is rewritten with the same content (file
-			// events).
-			if churn%2 == 0 {
-				nstest.Veth(t, n.ns, "vethchurn", pod, "eth0")
-			} else if l, err := n.ns.Netlink.LinkByName("vethchurn"); err != nil {
-				t.Fatal(err)
-			} else if err := n.ns.Netlink.LinkDel(l); err != nil {
-				t.Fatal(err)
+			select {
+			case <-counted.more:
+			case <-timeout:
+				t.Fatalf("round %d: refreshes by trigger %v, were %v at the churn: no change refresh and resync within %v", round, now, before, hangGuard)
 			}
-			data, err := os.ReadFile(n.resolv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(n.resolv, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			churn++
-		case <-time.After(time.Until(end)):
 		}
 	}
-	t.Logf("idle %v with %d churn rounds and resync every 2s: %d writes to the node network state", idle, churn, len(writes))
-	if len(writes) != 0 {
-		t.Errorf("writes during the idle window: %v", writes)
-	}
-	// The handler is still alive: a real change is reported.
+	counts, _ := counted.snapshot()
+
+	// The handler is still alive: a real change is reported, and every
+	// write before it is one too many.
 	n.veth(t, "after0", "after1")
-	waitFor(t, counter, "change after the idle window", hasIface("after0"))
+	var writes []string
+	waitFor(t, counter, "change after the idle rounds", func(o *nmstatev1beta1.NodeNetworkState) bool {
+		if hasIface("after0")(o) {
+			return true
+		}
+		writes = append(writes, "rv="+o.ResourceVersion)
+		return false
+	})
+	t.Logf("%d churn rounds, refreshes by trigger %v: %d writes to the node network state", rounds, counts, len(writes))
+	if len(writes) != 0 {
+		t.Errorf("writes during the idle rounds: %v", writes)
+	}
 }
 
 func TestNNSRecreatedAfterDelete(t *testing.T) {

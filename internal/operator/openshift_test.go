@@ -281,8 +281,17 @@ func TestOpenShiftMode(t *testing.T) {
 		return a.Status == configv1.ConditionTrue && a.Reason == reasonOptedOut, all
 	})
 	stop()
+	// The restarted operator's first reconcile recreates the
+	// ClusterOperator, after it decided about the NMState: seeing it back
+	// is the end of that reconcile.
+	if err := c.Delete(ctx, &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: manifest.ClusterOperatorName}}); err != nil {
+		t.Fatal(err)
+	}
 	startStoppable(t, opts)
-	time.Sleep(3 * time.Second) // the restarted operator's first reconciles
+	waitFor(t, "ClusterOperator recreated by the restarted operator: disabled by the administrator", func() (bool, string) {
+		a, all := clusterOperatorCondition(ctx, c, configv1.OperatorAvailable)
+		return a.Status == configv1.ConditionTrue && a.Reason == reasonOptedOut, all
+	})
 	var list nmstatev1.NMStateList
 	if err := c.List(ctx, &list); err != nil {
 		t.Fatal(err)
@@ -309,14 +318,29 @@ func TestOpenShiftMode(t *testing.T) {
 	})
 
 	// AWS: nothing until someone creates the NMState; Available all along.
+	// A bad setting (no NMState is created while it is there) covers the
+	// time until the operator's cache has the new platform, which the
+	// ClusterOperator shows once the NMState is gone.
+	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manifest.OperatorConfigName}, Data: map[string]string{"autoCreateNMState": "maybe"}}
+	if err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
 	setPlatform(t, c, configv1.AWSPlatformType)
-	time.Sleep(time.Second) // the operator's cache sees the platform
 	cleanNMStates()
-	waitFor(t, "ClusterOperator: not enabled on AWS", func() (bool, string) {
-		a, all := clusterOperatorCondition(ctx, c, configv1.OperatorAvailable)
-		return a.Status == configv1.ConditionTrue && a.Reason == reasonNotEnabled && strings.Contains(a.Message, "AWS"), all
-	})
-	time.Sleep(2 * time.Second)
+	notEnabledOnAWS := func(degraded configv1.ConditionStatus) func() (bool, string) {
+		return func() (bool, string) {
+			a, all := clusterOperatorCondition(ctx, c, configv1.OperatorAvailable)
+			d, _ := clusterOperatorCondition(ctx, c, configv1.OperatorDegraded)
+			return a.Status == configv1.ConditionTrue && a.Reason == reasonNotEnabled && strings.Contains(a.Message, "AWS") && d.Status == degraded, all
+		}
+	}
+	waitFor(t, "ClusterOperator: not enabled on AWS, Degraded by the bad setting", notEnabledOnAWS(configv1.ConditionTrue))
+	if err := c.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	// Degraded clears in the first reconcile without the setting, which
+	// decided not to create the NMState before writing it.
+	waitFor(t, "ClusterOperator: not enabled on AWS, the setting gone", notEnabledOnAWS(configv1.ConditionFalse))
 	if err := c.List(ctx, &list); err != nil || len(list.Items) != 0 {
 		t.Fatalf("on AWS: %d NMState (%v)", len(list.Items), err)
 	}

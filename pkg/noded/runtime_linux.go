@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/knmstate/knmstate/pkg/backend/kernel"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/knmstate/knmstate/pkg/noded/dhcp"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,8 +94,8 @@ type Runtime struct {
 	// oneShot marks installed leases as not renewed (AcquireOnce).
 	oneShot bool
 
-	// nl looks links up in the node's namespace.
-	nl *netlink.Handle
+	// links looks links up in the node's namespace.
+	links *kernel.LinkReader
 	// waiting are interfaces with a spec whose link is missing or down:
 	// their clients start when it is up. (A DHCP packet socket opened on
 	// a down link fails its first read and its receive loop ends.)
@@ -129,12 +128,12 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := netlink.NewHandleAt(opts.Namespace, unix.NETLINK_ROUTE)
+	links, err := kernel.OpenLinkReader(opts.Namespace)
 	if err != nil {
-		return nil, fmt.Errorf("noded: netlink handle: %w", err)
+		return nil, fmt.Errorf("noded: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Runtime{nl: h,
+	r := &Runtime{links: links,
 		opts: opts, log: opts.Logger, clientCtx: ctx, cancelClient: cancel,
 		rec: rec, clients: map[Key]*client{}, wake: make(chan struct{}, 1), ready: make(chan struct{}), waiting: map[string]bool{},
 	}
@@ -188,12 +187,11 @@ func (r *Runtime) reconcileLocked(ctx context.Context, next map[string]Spec, all
 	// An interface that does not exist (yet: a bridge the boot-time files
 	// create, a NIC not plugged) or is down is set up when its link is up.
 	for name := range next {
-		l, err := r.nl.LinkByName(name)
-		var nf netlink.LinkNotFoundError
+		l, err := r.links.Link(name)
 		switch {
-		case errors.As(err, &nf):
+		case errors.Is(err, kernel.ErrLinkNotFound):
 			r.waiting[name] = true
-		case err == nil && l.Attrs().Flags&net.FlagUp == 0:
+		case err == nil && !l.Up:
 			r.waiting[name] = true
 		}
 	}
@@ -565,16 +563,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 // watchLinks subscribes to link changes of the node's namespace, so that
 // an interface removed behind the runtime's back stops its clients and one
 // that comes back gets them again.
-func (r *Runtime) watchLinks(ctx context.Context) <-chan netlink.LinkUpdate {
-	ch := make(chan netlink.LinkUpdate, 64)
-	ns := r.opts.Namespace
-	err := netlink.LinkSubscribeWithOptions(ch, ctx.Done(), netlink.LinkSubscribeOptions{
-		Namespace: &ns,
-		ErrorCallback: func(err error) {
-			if ctx.Err() == nil { // closing the subscription fails its read
-				r.log.Error("link subscription", "error", err)
-			}
-		},
+func (r *Runtime) watchLinks(ctx context.Context) <-chan kernel.LinkEvent {
+	ch, err := kernel.WatchLinks(ctx, r.opts.Namespace, func(err error) {
+		r.log.Error("link subscription", "error", err)
 	})
 	if err != nil {
 		r.log.Error("subscribing to link changes", "error", err)
@@ -589,21 +580,21 @@ func (r *Runtime) watchLinks(ctx context.Context) <-chan netlink.LinkUpdate {
 // sockets stop working) but keeps the leases, which stay installed. When
 // the link is up again the clients start and its sysctls are rewritten
 // (a new link has the defaults).
-func (r *Runtime) linkChanged(ctx context.Context, u netlink.LinkUpdate) {
-	name := u.Attrs().Name
+func (r *Runtime) linkChanged(ctx context.Context, u kernel.LinkEvent) {
+	name := u.Link.Name
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.rec.Specs[name]; !ok {
 		return
 	}
-	up := u.Header.Type == unix.RTM_NEWLINK && u.Attrs().Flags&net.FlagUp != 0
+	up := !u.Deleted && u.Link.Up
 	var errs []error
 	switch {
-	case u.Header.Type == unix.RTM_DELLINK || (!up && !r.waiting[name]):
+	case u.Deleted || (!up && !r.waiting[name]):
 		for _, f := range []int{4, 6} {
 			k := Key{name, f}
 			errs = append(errs, r.stopLocked(ctx, k, false))
-			if u.Header.Type == unix.RTM_DELLINK {
+			if u.Deleted {
 				errs = append(errs, r.uninstallLocked(ctx, k))
 			}
 		}
@@ -664,7 +655,7 @@ func (r *Runtime) shutdown() {
 	if err := r.saveLocked(); err != nil {
 		r.log.Error("saving runtime record", "error", err)
 	}
-	r.nl.Close()
+	r.links.Close()
 }
 
 // lockRuntime takes the exclusive runtime lock of stateDir, held while a

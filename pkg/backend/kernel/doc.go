@@ -74,5 +74,12 @@
 // writes a run of sysctls from one namespace switch: the cost of a plan
 // is close to that of the same requests sent by `ip -batch`.
 //
+// The node runtime (pkg/noded) and its DHCP clients follow single links
+// rather than the whole state: LinkReader (a link's flags and operational
+// state, WaitOperUp, one link's addresses as netip prefixes) and
+// WatchLinks (link notifications as LinkEvent values) give them that
+// without netlink types (linkstate_linux.go). internal/deptest fails when
+// a package outside this one and internal/testbed imports netlink.
+//
 // Linux only: every file but this one ends in _linux.go.
 package kernel

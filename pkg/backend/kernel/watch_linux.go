@@ -186,12 +186,21 @@ func (w *pollWatch) run(signal func()) {
 		case <-w.stop:
 			return
 		case <-t.C:
-			if cur := stampOf(w.path); cur != last {
-				last = cur
+			if w.changed(&last) {
 				signal()
 			}
 		}
 	}
+}
+
+// changed compares the file's stamp with last, which it updates.
+func (w *pollWatch) changed(last *fileStamp) bool {
+	cur := stampOf(w.path)
+	if cur == *last {
+		return false
+	}
+	*last = cur
+	return true
 }
 
 func (w *pollWatch) close() { w.once.Do(func() { close(w.stop) }) }
@@ -251,33 +260,40 @@ func (w *inotifyWatch) run(signal func()) {
 		if err != nil || (rerr != nil && rerr != unix.EINTR) {
 			return
 		}
-		relevant, replaced := false, false
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			// struct inotify_event: wd int32, mask, cookie, len uint32, name.
-			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
-			mask := binary.NativeEndian.Uint32(buf[off+4:])
-			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
-			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+nameLen], "\x00"))
-			off += unix.SizeofInotifyEvent + nameLen
-			switch {
-			case mask&unix.IN_Q_OVERFLOW != 0:
-				relevant, replaced = true, true
-			case mask&unix.IN_IGNORED != 0:
-			case wd == w.dir:
-				if ok, _ := filepath.Match(w.name, name); ok {
-					relevant, replaced = true, true
-				}
-			default: // the file's own inode
-				relevant = true
-			}
-		}
-		if replaced {
-			w.watchFile()
-		}
-		if relevant {
+		if w.handle(buf[:max(n, 0)]) {
 			signal()
 		}
 	}
+}
+
+// handle reads one batch of inotify events and reports whether one is
+// about the file (or the pattern); a replaced file gets a new watch.
+func (w *inotifyWatch) handle(buf []byte) (relevant bool) {
+	n := len(buf)
+	replaced := false
+	for off := 0; off+unix.SizeofInotifyEvent <= n; {
+		// struct inotify_event: wd int32, mask, cookie, len uint32, name.
+		wd := int32(binary.NativeEndian.Uint32(buf[off:]))
+		mask := binary.NativeEndian.Uint32(buf[off+4:])
+		nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
+		name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+nameLen], "\x00"))
+		off += unix.SizeofInotifyEvent + nameLen
+		switch {
+		case mask&unix.IN_Q_OVERFLOW != 0:
+			relevant, replaced = true, true
+		case mask&unix.IN_IGNORED != 0:
+		case wd == w.dir:
+			if ok, _ := filepath.Match(w.name, name); ok {
+				relevant, replaced = true, true
+			}
+		default: // the file's own inode
+			relevant = true
+		}
+	}
+	if replaced {
+		w.watchFile()
+	}
+	return relevant
 }
 
 func (w *inotifyWatch) close() { w.f.Close() }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/knmstate/knmstate/internal/testbed/nstest"
 )
@@ -186,43 +187,66 @@ func TestWatchSignalsLLDPNeighbors(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSignal(t, ch, "neighbours written")
-	drain(ch)
+
+	// Which files count is decided per batch of inotify events; the
+	// kernel queues a file's events within the write and close that make
+	// them, so once they returned the batch can be read.
+	w, err := newInotifyWatch(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	batch := func(what string) []byte {
+		buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+		n, err := unix.Read(w.fd, buf)
+		if err != nil || n <= 0 {
+			t.Fatalf("%s: no inotify events (%d, %v)", what, n, err)
+		}
+		return buf[:n]
+	}
 	if err := os.WriteFile(filepath.Join(dir, "eth2.enabled"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-ch:
-		t.Error("a marker file signalled a change")
-	case <-time.After(500 * time.Millisecond):
+	if w.handle(batch("marker written")) {
+		t.Error("a marker file counts as a change")
+	}
+	if err := b.WriteLLDPNeighbors("eth2", map[string]LLDPNeighbor{"sw": {TLVs: []any{}, Expires: time.Now().Add(time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	if !w.handle(batch("neighbours written")) {
+		t.Error("a neighbour file does not count as a change")
 	}
 }
 
 // TestPollWatchSignalsResolvConfChanges checks the fallback used when no
 // inotify instance is left: the same changes as the inotify watch, and a
-// file that disappears and comes back.
+// file that disappears and comes back; each seen once, nothing without a
+// change.
 func TestPollWatchSignalsResolvConfChanges(t *testing.T) {
 	resolv := filepath.Join(t.TempDir(), "resolv.conf")
 	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := newPollWatch(resolv, 5*time.Millisecond)
-	ch := make(chan struct{}, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.run(func() {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		})
-	}()
-	t.Cleanup(func() { w.close(); <-done })
+	// The comparison each tick of run makes, made by the test.
+	w := newPollWatch(resolv, time.Hour)
+	last := stampOf(w.path)
+	if w.changed(&last) {
+		t.Fatal("a change before any")
+	}
 	tests := []struct {
 		name   string
 		change func() error
 	}{
-		{"rewrite in place", func() error { return os.WriteFile(resolv, []byte("nameserver 192.0.2.54\n"), 0o644) }},
+		// File times have the kernel clock's coarse granularity: the
+		// same-sized rewrite sets a later time, so it is visible however
+		// soon it follows the first write.
+		{"rewrite in place", func() error {
+			if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.54\n"), 0o644); err != nil {
+				return err
+			}
+			later := time.Now().Add(time.Hour)
+			return os.Chtimes(resolv, later, later)
+		}},
 		{"replaced by rename", func() error {
 			if err := os.WriteFile(resolv+".tmp", []byte("nameserver 192.0.2.55\n"), 0o644); err != nil {
 				return err
@@ -233,21 +257,21 @@ func TestPollWatchSignalsResolvConfChanges(t *testing.T) {
 		{"created again", func() error { return os.WriteFile(resolv, []byte("nameserver 192.0.2.56\n"), 0o644) }},
 	}
 	for _, tt := range tests {
-		// A tick between changes, so no two land in one polling period.
-		time.Sleep(20 * time.Millisecond)
-		drain(ch)
 		if err := tt.change(); err != nil {
 			t.Fatal(err)
 		}
-		waitSignal(t, ch, tt.name)
+		if !w.changed(&last) {
+			t.Errorf("%s: no change seen", tt.name)
+		}
+		if w.changed(&last) {
+			t.Errorf("%s: seen twice", tt.name)
+		}
 	}
-	// Nothing changed: nothing signalled over many periods.
-	time.Sleep(20 * time.Millisecond)
-	drain(ch)
-	select {
-	case <-ch:
-		t.Error("signalled without a change")
-	case <-time.After(100 * time.Millisecond):
+	// Nothing changed: no change seen however often it looks.
+	for i := range 10 {
+		if w.changed(&last) {
+			t.Fatalf("comparison %d without a change: changed", i)
+		}
 	}
 }
 

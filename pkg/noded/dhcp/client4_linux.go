@@ -13,9 +13,9 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"github.com/mdlayher/packet"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/knmstate/knmstate/pkg/backend/kernel"
 	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
@@ -48,7 +48,7 @@ func Start4(ctx context.Context, cfg Config) (*Client, error) {
 type exchanger4 struct {
 	client *nclient4.Client
 	conn   *sourceConn
-	nl     *netlink.Handle // in the interface's namespace
+	links  *kernel.LinkReader // in the interface's namespace
 	ifname string
 	mods   []dhcpv4.Modifier
 	// ack is the last DHCPACK: renew and release are built from it.
@@ -96,10 +96,10 @@ func newExchanger4(cfg Config) (*exchanger4, error) {
 		client.Close()
 		return nil, err
 	}
-	nl, err := netlink.NewHandleAt(cfg.Namespace, unix.NETLINK_ROUTE)
+	links, err := kernel.OpenLinkReader(cfg.Namespace)
 	if err != nil {
 		client.Close()
-		return nil, fmt.Errorf("dhcpv4 client on %s: netlink handle: %w", cfg.Interface, err)
+		return nil, fmt.Errorf("dhcpv4 client on %s: %w", cfg.Interface, err)
 	}
 	mods := []dhcpv4.Modifier{
 		dhcpv4.WithOption(dhcpv4.OptClientIdentifier(cid)),
@@ -108,11 +108,13 @@ func newExchanger4(cfg Config) (*exchanger4, error) {
 	if cfg.SendHostname && cfg.Hostname != "" {
 		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptHostName(cfg.Hostname)))
 	}
-	return &exchanger4{client: client, conn: conn, nl: nl, ifname: cfg.Interface, mods: mods}, nil
+	return &exchanger4{client: client, conn: conn, links: links, ifname: cfg.Interface, mods: mods}, nil
 }
 
 func (e *exchanger4) acquire(ctx context.Context) (Lease, error) {
-	if err := waitOperUp(ctx, e.nl, e.ifname); err != nil {
+	// Until the link is operationally up, a DISCOVER is dropped by the
+	// device's qdisc and costs a retransmission timeout.
+	if err := e.links.WaitOperUp(ctx, e.ifname); err != nil {
 		return Lease{}, err
 	}
 	e.conn.setSource(nil)
@@ -214,7 +216,7 @@ func (c *sourceConn) SetReadDeadline(t time.Time) error        { return c.raw.Se
 func (c *sourceConn) SetWriteDeadline(t time.Time) error       { return c.raw.SetWriteDeadline(t) }
 
 func (e *exchanger4) close() error {
-	e.nl.Close()
+	e.links.Close()
 	return e.client.Close()
 }
 

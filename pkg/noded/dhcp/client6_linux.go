@@ -2,7 +2,6 @@ package dhcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -12,9 +11,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/dhcpv6/nclient6"
 	"github.com/insomniacslk/dhcp/iana"
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
-
+	"github.com/knmstate/knmstate/pkg/backend/kernel"
 	"github.com/knmstate/knmstate/pkg/nsrun"
 )
 
@@ -107,24 +104,20 @@ func (e *exchanger6) open(ctx context.Context) error {
 // waitLinkLocal polls until ifname has a link-local IPv6 address that is
 // no longer tentative.
 func waitLinkLocal(ctx context.Context, ns NamespaceHandle, ifname string) error {
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	links, err := kernel.OpenLinkReader(ns)
 	if err != nil {
-		return fmt.Errorf("netlink handle: %w", err)
+		return err
 	}
-	defer h.Close()
+	defer links.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {
-		l, err := h.LinkByName(ifname)
+		addrs, err := links.Addresses(ifname, 6)
 		if err != nil {
-			return fmt.Errorf("finding %s: %w", ifname, err)
-		}
-		addrs, err := h.AddrList(l, netlink.FAMILY_V6)
-		if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
-			return fmt.Errorf("listing addresses of %s: %w", ifname, err)
+			return err
 		}
 		for _, a := range addrs {
-			if a.IP.IsLinkLocalUnicast() && a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) == 0 {
+			if a.Prefix.Addr().IsLinkLocalUnicast() && !a.Tentative && !a.DADFailed {
 				return nil
 			}
 		}
