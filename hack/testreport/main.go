@@ -5,6 +5,11 @@
 // a JSON file (docs/testing.md). Usage:
 //
 //	go test -json ... | testreport -stage NAME -out bin/test-results/NAME.json
+//	testreport -check bin/test-results/*.json
+//
+// -check reads the stages' files together: it prints the stage table and
+// fails when a test that one stage skipped by the list (for that stage)
+// passed in no other stage.
 package main
 
 import (
@@ -24,22 +29,75 @@ func main() {
 	skips := flag.String("skips", "test/skips.txt", "the reviewed list of allowed skips")
 	out := flag.String("out", "", "where to write the stage's results as JSON (none when empty)")
 	slow := flag.Duration("slow", 20*time.Second, "tests at least this slow get a line of their own")
+	check := flag.Bool("check", false, "read the result files given as arguments together instead of go test's output")
 	flag.Parse()
+	if *check {
+		if err := checkAll(*skips, flag.Args()); err != nil {
+			fmt.Fprintf(os.Stderr, "testreport: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*stage, *skips, *out, *slow); err != nil {
 		fmt.Fprintf(os.Stderr, "testreport: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(stage, skipsPath, outPath string, slow time.Duration) error {
-	f, err := os.Open(skipsPath)
+func readAllowed(path string) (testreport.Allowed, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("reading the list of allowed skips: %w", err)
+		return nil, fmt.Errorf("reading the list of allowed skips: %w", err)
 	}
+	defer f.Close()
 	allowed, err := testreport.ParseAllowed(f)
-	f.Close()
 	if err != nil {
-		return fmt.Errorf("%s: %w", skipsPath, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return allowed, nil
+}
+
+func checkAll(skipsPath string, files []string) error {
+	allowed, err := readAllowed(skipsPath)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("-check: no result files")
+	}
+	var reports []*testreport.Report
+	fmt.Printf("%-12s %8s %8s %8s %10s\n", "stage", "passed", "failed", "skipped", "pkg time")
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("reading results: %w", err)
+		}
+		rep := &testreport.Report{}
+		if err := json.Unmarshal(b, rep); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		reports = append(reports, rep)
+		p, f, s := rep.Counts()
+		var sum float64
+		for _, pk := range rep.Packages {
+			sum += pk.Elapsed
+		}
+		fmt.Printf("%-12s %8d %8d %8d %9.0fs\n", rep.Stage, p, f, s, sum)
+	}
+	why := testreport.Unran(allowed, reports)
+	for _, w := range why {
+		fmt.Printf("check: %s\n", w)
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("%d tests skipped by the list ran in no stage", len(why))
+	}
+	return nil
+}
+
+func run(stage, skipsPath, outPath string, slow time.Duration) error {
+	allowed, err := readAllowed(skipsPath)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	r := testreport.NewReader(stage, allowed, os.Stdout, slow)
