@@ -2,6 +2,10 @@
 SHELL := /bin/bash
 # A pipe fails when any of its commands fails (go test -json | testreport).
 .SHELLFLAGS := -o pipefail -c
+# Every build and test binary free of the checkout's path: a clone in
+# another folder (CI's) hits the same Go build cache entries, so a tree
+# that was built once is not compiled again (docs/testing.md).
+export GOFLAGS += -trimpath
 GO ?= go
 
 .PHONY: all setup build web test-web test-ui generate verify-generated test test-unit test-kernel test-kernel-e2e test-e2e test-container test-kubelet test-faults demo bench clean
@@ -55,11 +59,19 @@ test-ui: setup build ## the web views in headless chromium against a lab, the co
 .PHONY: images
 # The images carry the binary a node runs: knmstate without the test bed
 # (-tags notestbed: no lab, bench or throw-away control plane linked in).
+# Written again only when what they are made of changed (the binaries, which
+# embed the web bundles; the image code; the version): make test and test-faults both
+# need them, and one build a run is enough.
+IMAGE_INPUTS = bin/node/knmstate bin/pause $(sort $(wildcard hack/images/*.go internal/image/*.go))
 images: build ## OCI image layouts bin/images/{knmstate,knmstate-console-plugin,pause} (docs/images.md)
 	$(GO_BUILD) -tags notestbed -o bin/node/knmstate ./cmd/knmstate
 	$(GO_BUILD) -o bin/pause ./hack/pause
-	$(GO) run ./hack/images --knmstate bin/node/knmstate --pause bin/pause --out bin/images \
-		--version $(VERSION) --revision "$(REVISION)" --created $(SOURCE_DATE_EPOCH)
+	@inputs=$$({ echo "$(VERSION) $(REVISION) $(SOURCE_DATE_EPOCH)"; cat $(IMAGE_INPUTS); } | sha256sum | cut -d' ' -f1); \
+	if [[ -f bin/images/.inputs && "$$(cat bin/images/.inputs)" == "$$inputs" ]]; then echo "images: bin/images is up to date"; else \
+		rm -f bin/images/.inputs && \
+		$(GO) run ./hack/images --knmstate bin/node/knmstate --pause bin/pause --out bin/images \
+			--version $(VERSION) --revision "$(REVISION)" --created $(SOURCE_DATE_EPOCH) && \
+		echo "$$inputs" > bin/images/.inputs; fi
 
 generate: setup ## regenerate deepcopy code and CRD manifests
 	bin/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
@@ -86,7 +98,7 @@ test: setup web $(TESTREPORT) ## the whole test suite
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
-	$(call gotest,unit,-count=1 -timeout 20m $$($(GO) list ./... | grep -v -x -E '$(CONTAINER_PKGS)'))
+	$(call gotest,unit,-count=1 -p 4 -timeout 20m $(SLOW_UNIT_PKGS) $$($(GO) list ./... | grep -v -x -E '$(CONTAINER_PKGS)|$(SLOW_UNIT_PKGS_RE)'))
 	$(MAKE) test-container
 	$(MAKE) test-kubelet
 	$(MAKE) test-kernel
@@ -105,6 +117,13 @@ test-kubelet: setup build images $(TESTREPORT) ## the e2e suite (as inside a con
 
 test-faults: setup build images $(TESTREPORT) ## the fault suite on a 5-node kubelet lab: control plane, controller leader, handlers and nodes killed, a node cut off, a burst of policies, mid-rollout (docs/reliability.md)
 	$(call gotest,faults,-count=1 -tags kubelet -timeout 40m -v -run 'TestFaults|TestBurst' ./test/faults/ -args $(SUITE_ARGS))
+
+# The unit stage's packages mostly wait (on leases, probes, API servers),
+# so four run at once on two cores, and the slowest start first: go test
+# runs them in the order given, and the one that starts last sets the
+# stage's end (docs/testing.md).
+SLOW_UNIT_PKGS = ./test/cluster/ ./internal/handler/ ./pkg/noded/ ./internal/nmstatectl/ ./pkg/noded/dhcp/ ./internal/controller/ ./test/conformance/
+SLOW_UNIT_PKGS_RE = github.com/knmstate/knmstate/(test/cluster|internal/handler|pkg/noded|internal/nmstatectl|pkg/noded/dhcp|internal/controller|test/conformance)
 
 # The lab and e2e packages run once in make test: inside a container
 # (private mount namespace, fresh /run), the stricter place, not also bare.
