@@ -143,7 +143,7 @@ for dir in web web/plugin; do
 	stamp=$(sha256sum "$dir/package-lock.json" | cut -c1-16)
 	if [[ "$(cat "bin/.$name.stamp" 2>/dev/null)" != "$stamp" || ! -d $dir/node_modules ]]; then
 		echo "setup: npm ci in $dir/"
-		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+		(cd "$dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
 		echo "$stamp" >"bin/.$name.stamp"
 	fi
 done
