@@ -91,6 +91,21 @@ func TestRADefaultRouteSurvivesGatewayProbe(t *testing.T) {
 	if err := nl.NeighSet(stale); err != nil {
 		t.Fatalf("setting the gateway neighbour stale: %v", err)
 	}
+	// The RA can arrive (dnsmasq sends them unsolicited) while eth0's
+	// link-local address is still tentative, and a datagram cannot be
+	// sent from a tentative address (EADDRNOTAVAIL).
+	waitUntil(t, 30*time.Second, "eth0's link-local address past duplicate address detection", func() (bool, error) {
+		as, err := nl.AddrList(eth0, netlink.FAMILY_V6)
+		if err != nil {
+			return false, err
+		}
+		for _, a := range as {
+			if a.IP.IsLinkLocalUnicast() && a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) == 0 {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	err = node.NS.Do(func() error {
 		c, err := net.Dial("udp6", fmt.Sprintf("[%s%%eth0]:9", gw))
 		if err != nil {
