@@ -98,11 +98,27 @@ test: setup web $(TESTREPORT) ## the whole test suite
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
-	$(call gotest,unit,-count=1 -p 4 -timeout 20m $(SLOW_UNIT_PKGS) $$($(GO) list ./... | grep -v -x -E '$(CONTAINER_PKGS)|$(SLOW_UNIT_PKGS_RE)'))
-	$(MAKE) test-container
-	$(MAKE) test-kubelet
-	$(MAKE) test-kernel
+	$(MAKE) build images
+	@echo "make test: two lanes at once (docs/testing.md); each lane's output follows when it ends"
+	$(MAKE) -j2 --output-sync=target test-lane-packages test-lane-labs
 	$(TESTREPORT) -check bin/test-results/*.json
+
+# The stages of make test run in two lanes at once: most of their time the
+# labs and the packages' tests wait (on leases, probes, kubelets, the qemu
+# guest), so on two cores two lanes take little more than the longer one.
+# The lanes touch nothing of each other's: each lab has its own namespaces,
+# addresses and directory (TestLabsCoexist).
+.PHONY: test-lane-packages test-lane-labs test-packages
+test-lane-packages: ## make test's first lane: every Go package but the lab and e2e ones, then the kubelet-mode suites
+	$(MAKE) test-packages
+	$(MAKE) test-kubelet
+
+test-lane-labs: ## make test's second lane: the lab and e2e packages as in a container, then the qemu lanes
+	$(MAKE) test-container
+	$(MAKE) test-kernel
+
+test-packages: setup $(TESTREPORT) ## every Go package except the lab and e2e packages (make test's unit stage)
+	$(call gotest,unit,-count=1 -p 4 -timeout 20m $(SLOW_UNIT_PKGS) $$($(GO) list ./... | grep -v -x -E '$(CONTAINER_PKGS)|$(SLOW_UNIT_PKGS_RE)'))
 
 # The binary and images under test of make build images, as every lab suite
 # reads them (internal/testbed/suite: -suite.knmstate, -suite.images and

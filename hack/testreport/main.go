@@ -66,6 +66,7 @@ func checkAll(skipsPath string, files []string) error {
 		return fmt.Errorf("-check: no result files")
 	}
 	var reports []*testreport.Report
+	var tp, tf, ts int
 	fmt.Printf("%-12s %8s %8s %8s %10s\n", "stage", "passed", "failed", "skipped", "pkg time")
 	for _, path := range files {
 		b, err := os.ReadFile(path)
@@ -78,6 +79,7 @@ func checkAll(skipsPath string, files []string) error {
 		}
 		reports = append(reports, rep)
 		p, f, s := rep.Counts()
+		tp, tf, ts = tp+p, tf+f, ts+s
 		var sum float64
 		for _, pk := range rep.Packages {
 			sum += pk.Elapsed
@@ -88,6 +90,7 @@ func checkAll(skipsPath string, files []string) error {
 	for _, w := range why {
 		fmt.Printf("check: %s\n", w)
 	}
+	fmt.Printf("stages: %d passed, %d failed, %d skipped\n", tp, tf, ts)
 	if len(why) > 0 {
 		return fmt.Errorf("%d tests skipped by the list ran in no stage", len(why))
 	}
