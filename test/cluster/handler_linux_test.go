@@ -329,7 +329,7 @@ routes:
 	if n := c.applies(t, node) - applied; n != 1 {
 		t.Errorf("restarted handler applied %d times (the marking policy's apply included), want 1:\n%s", n, appliesLogged(t, c, node, applied))
 	}
-	w := count()
+	w := count.stop()
 	t.Logf("restart: enactment writes of restart-1-eth2 during the restart: %v", w.enactment)
 	for _, name := range []string{"restart-1-eth2", "restart-2-eth1", "restart-3-route"} {
 		c.waitEnactments(t, name, []string{node}, 10*time.Second, phaseAvailable)
