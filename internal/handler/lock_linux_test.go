@@ -59,6 +59,18 @@ func (a *audit) written() []string {
 	return append([]string(nil), a.writes...)
 }
 
+// leaseWrites counts the writes of Leases (the lock's holder renews it
+// with one every retry period).
+func (a *audit) leaseWrites() int {
+	n := 0
+	for _, w := range a.written() {
+		if strings.Contains(w, "/leases") {
+			n++
+		}
+	}
+	return n
+}
+
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // TestNodeLockOneHandlerPerNode: a second handler for a node waits for the
@@ -69,7 +81,7 @@ func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 // when the second one stops, only once the second one has stopped
 // working.
 func TestNodeLockOneHandlerPerNode(t *testing.T) {
-	const lease = 3 * time.Second
+	const lease, retry = 3 * time.Second, 400 * time.Millisecond
 	// within bounds every wait: it turns a hang into a failure and says
 	// nothing about how long a takeover takes.
 	const within = time.Minute
@@ -105,7 +117,7 @@ func TestNodeLockOneHandlerPerNode(t *testing.T) {
 		opts := Options{Node: n.name, Config: cfg, NetNS: n.ns.Path, ResolvConf: n.resolv, ReadyFile: h.ready,
 			Log: testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
 			Lock: &LockOptions{Namespace: ns.Name, Identity: id, LeaseDuration: lease,
-				RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond}}
+				RenewDeadline: 2 * time.Second, RetryPeriod: retry}}
 		go func() {
 			defer close(h.done)
 			h.err = Run(ctx, opts)
@@ -126,15 +138,26 @@ func TestNodeLockOneHandlerPerNode(t *testing.T) {
 	a := start("handler-a")
 	waitUntil("the first handler Ready", func() bool { return exists(a.ready) })
 
+	// The second one may take the Lease only once it has seen no renewal
+	// for a lease duration: the window ends when it has read the Lease and
+	// the first one has renewed it more times than fit in a lease duration
+	// (one every retry period), so a second handler that ignored the
+	// renewals would have taken the Lease, writing it, by then.
+	renewedBefore := a.audit.leaseWrites()
 	b := start("handler-b")
-	time.Sleep(3 * lease)
+	renewals := int(lease/retry) + 2
+	waitUntil("the second handler reading the node lock", func() bool { return b.audit.leaseReads.Load() > 0 })
+	waitUntil("the first handler renewing its node lock", func() bool { return a.audit.leaseWrites()-renewedBefore >= renewals })
+	reads := b.audit.leaseReads.Load()
+	waitUntil("the second handler reading the node lock again", func() bool { return b.audit.leaseReads.Load() > reads })
 	if exists(b.ready) {
 		t.Fatal("the second handler is Ready while the first one holds the node lock")
 	}
 	if w := b.audit.written(); len(w) != 0 {
 		t.Fatalf("the second handler wrote to the API server while waiting: %v", w)
 	}
-	t.Logf("second handler over %v of waiting: not Ready, 0 API writes", 3*lease)
+	t.Logf("second handler over %d renewals of the first one's lock (%d looks at it): not Ready, 0 API writes",
+		renewals, b.audit.leaseReads.Load())
 
 	// The first handler's node goes dark: it can neither renew nor release.
 	a.audit.cut.Store(true)
@@ -152,7 +175,7 @@ func TestNodeLockOneHandlerPerNode(t *testing.T) {
 
 	// Back on the API server, it finds the lock held by the second one.
 	a.audit.cut.Store(false)
-	reads := a.audit.leaseReads.Load()
+	reads = a.audit.leaseReads.Load()
 	waitUntil("the first handler reading the node lock again", func() bool { return a.audit.leaseReads.Load() > reads+1 })
 	if exists(a.ready) {
 		t.Fatal("the first handler is Ready while the second one holds the node lock")

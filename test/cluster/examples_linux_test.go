@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -73,7 +74,7 @@ func TestExamples(t *testing.T) {
 			if ex.allNodesAs != "" {
 				p.Name, p.Spec.NodeSelector = ex.allNodesAs, nil
 			}
-			var count func() writeCounts
+			var count *writeCounter
 			if ex.writes {
 				count = countWrites(t, c, p.Name)
 			}
@@ -94,8 +95,10 @@ func TestExamples(t *testing.T) {
 				ex.check(t, c, n)
 			}
 			if count != nil {
-				time.Sleep(2 * time.Second) // late writes of the rollout count too
-				w := count()
+				// The count ends with the policy's deletion: every write of
+				// the rollout is before it.
+				c.deletePolicy(t, p.Name)
+				w := count.stopAtDeletion(t)
 				for _, n := range ex.nodes {
 					t.Logf("FIGURE api-writes: %s rollout, node %s: enactment %d (create, status, permit), NodeNetworkState %d",
 						p.Name, n, w.enactment[shared.EnactmentName(n, p.Name)], w.nns[n])
@@ -284,19 +287,29 @@ type writeCounts struct {
 	policy    int
 }
 
+// writeCounter counts the writes of a rollout (countWrites).
+type writeCounter struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	w      writeCounts
+	// deleted are the objects whose deletion the watches delivered:
+	// "policy" and the enactments' names.
+	deleted map[string]bool
+}
+
 // countWrites watches the policy, its enactments and every
-// NodeNetworkState from now on; the returned function stops and returns
-// the counts (each watch event is one write that changed the object).
-func countWrites(t *testing.T, c *cluster, p string) func() writeCounts {
+// NodeNetworkState from now on and counts their writes (each watch event
+// but a deletion is one write that changed the object) until stop or
+// stopAtDeletion.
+func countWrites(t *testing.T, c *cluster, p string) *writeCounter {
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
-	var mu sync.Mutex
-	w := writeCounts{enactment: map[string]int{}, nns: map[string]int{}}
-	var wg sync.WaitGroup
-	run := func(wi watch.Interface, add func(name string)) {
-		wg.Add(1)
+	wc := &writeCounter{cancel: cancel, w: writeCounts{enactment: map[string]int{}, nns: map[string]int{}}, deleted: map[string]bool{}}
+	run := func(wi watch.Interface, add func(name string), deleted func(name string)) {
+		wc.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer wc.wg.Done()
 			defer wi.Stop()
 			for {
 				select {
@@ -305,9 +318,13 @@ func countWrites(t *testing.T, c *cluster, p string) func() writeCounts {
 						return
 					}
 					if o, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Bookmark {
-						mu.Lock()
-						add(o.GetName())
-						mu.Unlock()
+						wc.mu.Lock()
+						if ev.Type == watch.Deleted {
+							deleted(o.GetName())
+						} else {
+							add(o.GetName())
+						}
+						wc.mu.Unlock()
 					}
 				case <-ctx.Done():
 					return
@@ -315,16 +332,45 @@ func countWrites(t *testing.T, c *cluster, p string) func() writeCounts {
 			}
 		}()
 	}
-	run(watchFromNow(t, c, nnceGVR, metav1.ListOptions{LabelSelector: shared.EnactmentPolicyLabel + "=" + p}), func(n string) { w.enactment[n]++ })
-	run(watchFromNow(t, c, nnsGVR, metav1.ListOptions{}), func(n string) { w.nns[n]++ })
-	run(watchFromNow(t, c, nncpGVR, metav1.ListOptions{FieldSelector: "metadata.name=" + p}), func(string) { w.policy++ })
-	return func() writeCounts {
-		cancel()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		// The policy's own creation is the user's write, not a status write.
-		w.policy = max(w.policy-1, 0)
-		return w
-	}
+	w := &wc.w
+	run(watchFromNow(t, c, nnceGVR, metav1.ListOptions{LabelSelector: shared.EnactmentPolicyLabel + "=" + p}),
+		func(n string) { w.enactment[n]++ }, func(n string) { wc.deleted[n] = true })
+	run(watchFromNow(t, c, nnsGVR, metav1.ListOptions{}), func(n string) { w.nns[n]++ }, func(string) {})
+	run(watchFromNow(t, c, nncpGVR, metav1.ListOptions{FieldSelector: "metadata.name=" + p}),
+		func(string) { w.policy++ }, func(string) { wc.deleted["policy"] = true })
+	return wc
+}
+
+// stop ends the count and returns it.
+func (wc *writeCounter) stop() writeCounts {
+	wc.cancel()
+	wc.wg.Wait()
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	w := wc.w
+	// The policy's own creation is the user's write, not a status write.
+	w.policy = max(w.policy-1, 0)
+	return w
+}
+
+// stopAtDeletion ends the count once the watches have delivered the
+// deletion of the policy and of each enactment they saw (the test deletes
+// the policy): a watch delivers an object's writes in order, so every
+// write of the rollout to the policy and its enactments is counted.
+func (wc *writeCounter) stopAtDeletion(t *testing.T) writeCounts {
+	t.Helper()
+	suite.EventuallyEvery(t, time.Minute, 50*time.Millisecond, "the counting watches seeing the policy deleted", func() error {
+		wc.mu.Lock()
+		defer wc.mu.Unlock()
+		if !wc.deleted["policy"] {
+			return errors.New("the policy's deletion not seen")
+		}
+		for n := range wc.w.enactment {
+			if !wc.deleted[n] {
+				return fmt.Errorf("the deletion of enactment %s not seen", n)
+			}
+		}
+		return nil
+	})
+	return wc.stop()
 }

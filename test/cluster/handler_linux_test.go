@@ -243,6 +243,21 @@ func TestCrashBetweenApplyAndCommit(t *testing.T) {
 	})
 }
 
+// appliesLogged are the apply log lines of node after its first skip.
+func appliesLogged(t testing.TB, c *cluster, node string, skip int) string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(string(c.handlerLogText(t, node)), "\n") {
+		if strings.Contains(l, "msg=applying ") {
+			out = append(out, l)
+		}
+	}
+	if skip > len(out) {
+		skip = len(out)
+	}
+	return strings.Join(out[skip:], "\n")
+}
+
 func countInLog(t testing.TB, c *cluster, node, msg string) int {
 	t.Helper()
 	return bytes.Count(c.handlerLogText(t, node), []byte(msg))
@@ -296,14 +311,25 @@ routes:
 		n := c.handlerPID(t, node)
 		return n != 0 && n != pid
 	}, func() string { return "handler not restarted" }))
-	// Time for the new handler's reconciler to go through the three
-	// policies (it writes nothing when there is nothing to do, so there is
-	// no event to wait for).
-	time.Sleep(10 * time.Second)
-	if n := c.applies(t, node) - applied; n != 0 {
-		t.Errorf("restarted handler applied %d times, want 0", n)
+	// The new handler's reconciles of the three policies write nothing
+	// when there is nothing to do; a fourth policy, created now, marks
+	// their end. The handler reconciles one policy at a time, and its
+	// queue hands the waiting ones out in name order (policyQueue):
+	// restart-4's apply comes after the three were decided.
+	last := policyYAML(t, "restart-4-mark", sel, `
+routes:
+  config:
+  - destination: 198.51.100.0/24
+    next-hop-address: 10.251.0.1
+    next-hop-interface: eth2
+    table-id: 201
+`)
+	c.create(t, last)
+	c.waitEnactments(t, last.Name, []string{node}, 2*time.Minute, phaseAvailable)
+	if n := c.applies(t, node) - applied; n != 1 {
+		t.Errorf("restarted handler applied %d times (the marking policy's apply included), want 1:\n%s", n, appliesLogged(t, c, node, applied))
 	}
-	w := count()
+	w := count.stop()
 	t.Logf("restart: enactment writes of restart-1-eth2 during the restart: %v", w.enactment)
 	for _, name := range []string{"restart-1-eth2", "restart-2-eth1", "restart-3-route"} {
 		c.waitEnactments(t, name, []string{node}, 10*time.Second, phaseAvailable)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/knmstate/knmstate/internal/handler"
 	"github.com/knmstate/knmstate/internal/testbed/lab"
 	"github.com/knmstate/knmstate/internal/testbed/suite"
 )
@@ -79,6 +81,35 @@ func leaseHolder(t testing.TB, c *cluster, node string) string {
 	return *l.Spec.HolderIdentity
 }
 
+// waitRenewals waits until holder, the node lock's holder, has renewed it
+// more times than fit in a lease duration (one every retry period) and
+// returns how many it waited for. A second handler may take the Lease
+// only once it has seen no renewal for a lease duration, and it looks at
+// the Lease every retry period: one that ignored the renewals would have
+// taken the Lease, writing it, by the last of them.
+func waitRenewals(t *testing.T, c *cluster, holder string) int {
+	t.Helper()
+	n := int(handler.DefaultLockLeaseDuration/handler.DefaultLockRetryPeriod) + 2
+	lease := "update leases kube-node-lease/" + handler.LeaseName(lockNode)
+	renewals := func() int { return countOf(writesBy(t, c, holder), lease) }
+	before := renewals()
+	suite.EventuallyEvery(t, 2*time.Minute, 500*time.Millisecond, "", suite.Cond(func() bool { return renewals()-before >= n },
+		func() string {
+			return fmt.Sprintf("%s renewed the node lock %d times, want %d", holder, renewals()-before, n)
+		}))
+	return n
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, e := range list {
+		if e == s {
+			n++
+		}
+	}
+	return n
+}
+
 // TestSecondHandlerWaitsForNodeLock: a second handler for a node stays
 // not Ready and writes nothing (audited in the API server's log) while the
 // first one holds the node's Lease, and takes over within the lease time
@@ -97,7 +128,7 @@ func TestSecondHandlerWaitsForNodeLock(t *testing.T) {
 // first one is frozen (SIGSTOP: it neither renews nor releases, as a hung
 // or partitioned node).
 func secondHandlerProcess(t *testing.T, c *cluster) {
-	const lease = 15 * time.Second // the handler's default
+	const lease = handler.DefaultLockLeaseDuration // the lab runs the handler with it
 	first := "lab-handler-" + lockNode
 	suite.EventuallyEvery(t, 30*time.Second, 200*time.Millisecond, "", suite.Cond(func() bool { return leaseHolder(t, c, lockNode) == first },
 		func() string { return "the lab's handler holds no node lock: " + leaseHolder(t, c, lockNode) }))
@@ -147,8 +178,7 @@ func secondHandlerProcess(t *testing.T, c *cluster) {
 	logText := func() string { b, _ := os.ReadFile(logFile); return string(b) }
 	suite.EventuallyEvery(t, 30*time.Second, 200*time.Millisecond, "", suite.Cond(func() bool { return strings.Contains(logText(), "waiting for the node lock") },
 		func() string { return "the second handler does not say it waits:\n" + logText() }))
-	window := 10 * time.Second
-	time.Sleep(window)
+	n := waitRenewals(t, c, first)
 	if _, err := os.Stat(ready); err == nil {
 		t.Fatal("the second handler is Ready while the first one holds the node lock")
 	}
@@ -158,7 +188,7 @@ func secondHandlerProcess(t *testing.T, c *cluster) {
 	if h := leaseHolder(t, c, lockNode); h != first {
 		t.Fatalf("node lock holder %q while the first handler runs", h)
 	}
-	t.Logf("second handler, %v after it started waiting: not Ready, 0 writes in the audit log, lock held by %s", window, first)
+	t.Logf("second handler, over %d renewals of the lock after it started waiting: not Ready, 0 writes in the audit log, lock held by %s", n, first)
 
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -281,16 +311,18 @@ func secondHandlerPod(t *testing.T, c *cluster) {
 		}
 		return false
 	}, func() string { return "the second handler pod is not running" }))
-	window := 20 * time.Second
-	time.Sleep(window)
+	first := leaseHolder(t, c, lockNode)
+	n := waitRenewals(t, c, first)
 	if p := pods(sel); len(p) != 1 || ready(p[0]) {
 		t.Fatalf("the second handler pod is Ready while the first holds the node lock: %+v", p)
 	}
 	if w := writesBy(t, c, pod.Name); len(w) != 0 {
 		t.Fatalf("the second handler pod wrote while waiting: %v", w)
 	}
-	first := leaseHolder(t, c, lockNode)
-	t.Logf("second handler pod %s, %v running: not Ready, 0 writes in the audit log, lock held by %s", pod.Name, window, first)
+	if h := leaseHolder(t, c, lockNode); h != first {
+		t.Fatalf("node lock holder %q while the first handler runs, want %s", h, first)
+	}
+	t.Logf("second handler pod %s, over %d renewals of the lock while running: not Ready, 0 writes in the audit log, lock held by %s", pod.Name, n, first)
 	firsts := pods(ds.Spec.Selector.MatchLabels)
 	if len(firsts) != 1 || firsts[0].Name != first {
 		t.Fatalf("first handler pods on %s: %d, lock holder %s", lockNode, len(firsts), first)

@@ -91,10 +91,22 @@ routes:
 		func() string {
 			return "the node network state does not show eth0 with ipv4 dhcp: true after the rollback"
 		}))
-	// And it stays on DHCP (upstream checks the flag for a while).
-	time.Sleep(5 * time.Second)
-	if l, ok := eth0Lease(t, c, rollbackNode); !ok || l.Address != before.Address {
-		t.Errorf("eth0 lease 5 s later: %v %v", l.Address, ok)
+	// And it stays on DHCP (upstream checks the flag for a while): the
+	// client the rollback started renews its lease (at T1, half the lab's
+	// lease time) and keeps the address, and the node still reports DHCP.
+	var renewed noded.InstalledLease
+	suite.EventuallyEvery(t, 3*time.Minute, time.Second, "", suite.Cond(func() bool {
+		var ok bool
+		renewed, ok = eth0Lease(t, c, rollbackNode)
+		return ok && renewed.Expires.After(after.Expires)
+	}, func() string {
+		return "eth0's DHCP lease not renewed after the rollback (acquired: " + after.Expires.String() + ", now: " + renewed.Expires.String() + ")"
+	}))
+	if renewed.Address != before.Address {
+		t.Errorf("eth0 lease renewed with %s, before the policy %s", renewed.Address, before.Address)
+	}
+	if !nnsDHCP4(t, c, rollbackNode, "eth0") {
+		t.Error("the node network state does not show eth0 with ipv4 dhcp: true once its lease was renewed")
 	}
 }
 

@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +37,30 @@ type rolloutTracker struct {
 	// seen Degraded.
 	firstFailing, firstAborted, degraded time.Time
 	phases                               map[string]string
+}
+
+// caughtUp waits until the tracker's watches have delivered what the test
+// read of the rollout's end: each enactment in its phase (es, against
+// policy generation g) and, when degraded, the policy Degraded. Writes of
+// the rollout after those are its last ones too, and the watch delivers
+// them in order, so the tracker has seen every one before.
+func (tr *rolloutTracker) caughtUp(t *testing.T, es []enactment, g int64, degraded bool) {
+	t.Helper()
+	want := map[string]string{}
+	for i := range es {
+		want[es[i].Name] = phaseOf(&es[i], g)
+	}
+	suite.EventuallyEvery(t, 30*time.Second, 50*time.Millisecond, "the tracker's watches seeing the rollout's end", func() error {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		if diff := cmp.Diff(want, tr.phases); diff != "" {
+			return fmt.Errorf("enactment phases (-read +watched):\n%s", diff)
+		}
+		if degraded && tr.degraded.IsZero() {
+			return errors.New("the policy not seen Degraded")
+		}
+		return nil
+	})
 }
 
 func trackRollout(t *testing.T, c *cluster, name string) (*rolloutTracker, func()) {
@@ -176,8 +203,8 @@ func TestMaxUnavailable(t *testing.T) {
 		c.create(t, p)
 		c.waitPolicy(t, p.Name, shared.NodeNetworkConfigurationPolicyConditionAvailable, 4*time.Minute)
 		took := time.Since(t0)
-		c.waitEnactments(t, p.Name, nodes, 30*time.Second, phaseAvailable)
-		time.Sleep(200 * time.Millisecond)
+		es := c.waitEnactments(t, p.Name, nodes, 30*time.Second, phaseAvailable)
+		tr.caughtUp(t, es, c.getPolicy(t, p.Name).Generation, false)
 		stop()
 		t.Logf("FIGURE max-unavailable: 6 nodes, maxUnavailable 2: most applying at once: %d by 50 ms sampling (%d samples), %d by watch; rollout %v",
 			tr.sampled, tr.samples, tr.watched, took.Round(time.Millisecond))
@@ -216,9 +243,9 @@ interfaces:
 			}
 			return true
 		}, func() string { return "enactments did not all end Failed or Aborted:" + describe(es) }))
-		time.Sleep(time.Second) // the controller's last status write
-		stop()
 		g := c.getPolicy(t, p.Name).Generation
+		tr.caughtUp(t, es, g, true)
+		stop()
 		failed, aborted := 0, 0
 		for i := range es {
 			switch phaseOf(&es[i], g) {

@@ -220,12 +220,29 @@ interfaces:
 		}
 		return errors.New("none ready yet")
 	})
-	// Time for the new handler to look at every policy.
-	time.Sleep(5 * time.Second)
-	logs := c.kubectl.Must(t, "-n", "nmstate", "logs", fresh.Metadata.Name)
-	if n := strings.Count(logs, "msg=applying"); n != 0 {
-		t.Errorf("the new handler pod applied %d times:\n%s", n, logs)
+	// The new handler decides about the policies one at a time, waiting
+	// ones in name order: a policy created now, named after the one of
+	// the test, is applied once the new handler has decided about that
+	// one (it changes nothing: its bridge is absent already).
+	const mark = policy + "-mark"
+	c.kubectl.MustIn(t, policyYAML(mark, `
+interfaces:
+- {name: br-replmark, type: linux-bridge, state: absent}
+`), "apply", "-f", "-")
+	if err := policyReaches(t, mark, "Available", availableTimeout); err != nil {
+		t.Fatal(err)
 	}
+	logs := c.kubectl.Must(t, "-n", "nmstate", "logs", fresh.Metadata.Name)
+	var applies []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "msg=applying") {
+			applies = append(applies, l)
+		}
+	}
+	if len(applies) != 1 || !strings.Contains(applies[0], "policy="+mark+" ") {
+		t.Errorf("the new handler pod's applies: %d, want 1, of %s:\n%s", len(applies), mark, logs)
+	}
+	deletePolicy(t, mark)
 	if !strings.Contains(logs, "handler started") {
 		t.Errorf("the new handler pod did not start its handler:\n%s", logs)
 	}

@@ -150,8 +150,9 @@ func (r *rollout) check(faultEnd, convergedAt time.Time, extra string) {
 	t := r.t
 	t.Helper()
 	ctx := t.Context()
-	// The last status writes reach the informers.
-	time.Sleep(time.Second)
+	suite.EventuallyEvery(t, time.Minute, logPoll, "the watcher seeing the end of the rollouts", func() error {
+		return r.w.caughtUp(ctx, r.good, r.bad)
+	})
 	r.w.stop()
 	outcome := map[string]map[string]string{} // policy -> node -> phase
 	for _, name := range []string{r.good, r.bad} {

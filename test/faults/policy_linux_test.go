@@ -247,6 +247,20 @@ func (s *fixture) enactmentsOf(ctx context.Context, name string) ([]enactment, e
 	return l.Items, nil
 }
 
+// enactments lists every enactment, by policy.
+func (s *fixture) enactments(ctx context.Context) (map[string][]enactment, error) {
+	var l nmstatev1beta1.NodeNetworkConfigurationEnactmentList
+	if err := s.c.List(ctx, &l); err != nil {
+		return nil, err
+	}
+	out := map[string][]enactment{}
+	for _, e := range l.Items {
+		p := e.Labels[shared.EnactmentPolicyLabel]
+		out[p] = append(out[p], e)
+	}
+	return out, nil
+}
+
 func execCommand(ctx context.Context, name string, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
 	return string(out), err

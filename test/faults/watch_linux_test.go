@@ -366,6 +366,39 @@ func (w *watcher) applyCounts() map[string]*applyCount {
 	return out
 }
 
+// caughtUp is nil once the watcher has seen the end of the policies'
+// rollouts as the API server shows it now: each enactment in its phase
+// (the informers have the last status writes) and, for each Available
+// one, its handler's commit of that generation (the logs have the line
+// the handler wrote before that status). Writes and lines before those
+// are delivered first, so the watcher has all of them too.
+func (w *watcher) caughtUp(ctx context.Context, policies ...string) error {
+	all, err := w.s.enactments(ctx)
+	if err != nil {
+		return err
+	}
+	counts := w.applyCounts()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, name := range policies {
+		for i := range all[name] {
+			e := &all[name][i]
+			ph := phase(e, e.Status.PolicyGeneration)
+			if got := w.phases[name][e.Name]; got != ph {
+				return fmt.Errorf("%s is %s, the watcher has %q", e.Name, ph, got)
+			}
+			k := fmt.Sprintf("%s/%s/%d", e.Labels[shared.EnactmentNodeLabel], name, e.Status.PolicyGeneration)
+			if ph == "Available" && (counts[k] == nil || counts[k].committed == 0) {
+				return fmt.Errorf("%s is Available, the watcher has no commit of %s in the logs", e.Name, k)
+			}
+		}
+		if n, m := len(all[name]), len(w.phases[name]); n != m {
+			return fmt.Errorf("policy %s has %d enactments, the watcher %d", name, n, m)
+		}
+	}
+	return nil
+}
+
 // count is how many events match.
 func (w *watcher) count(match func(logEvent) bool) int {
 	w.mu.Lock()

@@ -129,16 +129,25 @@ func TestBareMetalEnabledByDefaultThenOptOut(t *testing.T) {
 		}
 		return nil
 	})
-	// The operator pod replaced: still nothing.
-	kube(st).MustIn(t, "", "-n", ns, "delete", "pod", "-l", "app.kubernetes.io/component=operator", "--wait")
-	suite.Eventually(t, 2*time.Minute, "a new operator pod ready", func() error {
-		out, _ := kube(st).Try(t, "", "-n", ns, "get", "deploy", "knmstate-operator", "-o", "jsonpath={.status.readyReplicas}")
-		if out != "1" {
-			return errors.New("ready " + out)
+	// The operator pod replaced: still nothing. The ClusterOperator is
+	// deleted while no operator runs: the new one recreates it in its
+	// first reconcile, after it decided about the NMState, so seeing it
+	// back is the end of that reconcile.
+	kube(st).MustIn(t, "", "-n", ns, "scale", "deploy", "knmstate-operator", "--replicas=0")
+	suite.Eventually(t, 2*time.Minute, "no operator pod", func() error {
+		if c := components(t, st); c != "" {
+			return errors.New("pods: " + c)
 		}
 		return nil
 	})
-	time.Sleep(10 * time.Second) // the new operator's first reconciles
+	kube(st).MustIn(t, "", "delete", "clusteroperator", "nmstate", "--wait")
+	kube(st).MustIn(t, "", "-n", ns, "scale", "deploy", "knmstate-operator", "--replicas=1")
+	suite.Eventually(t, 2*time.Minute, "the ClusterOperator recreated by the new operator: disabled by the administrator", func() error {
+		if got := coCondition(t, st, "Available"); !strings.HasPrefix(got, "True DisabledByAdministrator") {
+			return errors.New(got)
+		}
+		return nil
+	})
 	if out := kube(st).MustIn(t, "", "get", "nmstate", "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("opted out, yet after the operator restarted: %s", out)
 	}
@@ -191,7 +200,8 @@ func TestAWSOptInWithInstallTimePolicy(t *testing.T) {
 		return nil
 	})
 	t.Logf("payload applied → ClusterOperator Available: %.1f s", time.Since(begin).Seconds())
-	time.Sleep(5 * time.Second)
+	// The reconcile that wrote "not enabled" decided, before, not to
+	// create the NMState; the ones after it see the same platform.
 	if c := components(t, st); c != "operator" {
 		t.Errorf("on AWS without an NMState: pods %q, want only the operator", c)
 	}

@@ -198,7 +198,9 @@ func testSteadyState(t *testing.T) {
 }
 
 func testUpgrade(t *testing.T) {
-	enactmentsBefore := enactmentTransitions(t)
+	// mark is the policy that ends the upgrade's window (below).
+	const mark = "zz-upgrade-mark"
+	enactmentsBefore := enactmentTransitions(t, "")
 	oldPods := handlerPods(t)
 	// Sample every policy's Available while the operator and its
 	// operands roll to N+1.
@@ -224,7 +226,7 @@ func testUpgrade(t *testing.T) {
 			}
 			n++
 			for _, f := range strings.Fields(out) {
-				if !strings.HasSuffix(f, "=True") {
+				if !strings.HasSuffix(f, "=True") && !strings.HasPrefix(f, mark+"=") {
 					bad = append(bad, f)
 				}
 			}
@@ -251,7 +253,18 @@ func testUpgrade(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(5 * time.Second)
+	// A new handler decides about the policies one at a time, waiting ones
+	// in name order: a policy created now, named after every other, is
+	// applied on a node once its new handler has decided about the others
+	// (it changes nothing: its bridge is absent already). The sampling
+	// ends with it.
+	for _, name := range strings.Fields(s.kubectl.Must(t, "get", "nncp", "-o", "jsonpath={.items[*].metadata.name}")) {
+		if name >= mark {
+			t.Fatalf("policy %s sorts after the marking policy %s: the new handlers may decide about it after the mark", name, mark)
+		}
+	}
+	s.kubectl.MustIn(t, policyDoc(mark, "  desiredState:\n    interfaces:\n    - {name: br-upgmark, type: linux-bridge, state: absent}\n"), "apply", "-f", "-")
+	s.kubectl.Must(t, "wait", "--for=condition=Available", "nncp/"+mark, "--timeout=2m")
 	close(stop)
 	got := <-samples
 	t.Logf("FIGURE upgrade.availability: %d samples of every policy during the upgrade, %d not Available", got.n, len(got.bad))
@@ -259,8 +272,8 @@ func testUpgrade(t *testing.T) {
 		t.Errorf("policies not Available during the upgrade: %v", got.bad)
 	}
 	// No handler applied anything again: the enactments never changed
-	// condition, and the new handler pods logged no apply.
-	if after := enactmentTransitions(t); after != enactmentsBefore {
+	// condition, and the new handler pods logged no apply but the mark's.
+	if after := enactmentTransitions(t, "nmstate.io/policy!="+mark); after != enactmentsBefore {
 		t.Errorf("enactment conditions changed during the upgrade:\nbefore %s\nafter  %s", enactmentsBefore, after)
 	}
 	newPods := 0
@@ -269,10 +282,18 @@ func testUpgrade(t *testing.T) {
 			continue
 		}
 		newPods++
-		if logs := s.kubectl.Must(t, "-n", "nmstate", "logs", p); strings.Contains(logs, "msg=applying ") {
-			t.Errorf("the new handler pod %s applied:\n%s", p, logs)
+		logs := s.kubectl.Must(t, "-n", "nmstate", "logs", p)
+		var applies []string
+		for _, l := range strings.Split(logs, "\n") {
+			if strings.Contains(l, "msg=applying ") {
+				applies = append(applies, l)
+			}
+		}
+		if len(applies) != 1 || !strings.Contains(applies[0], "policy="+mark+" ") {
+			t.Errorf("the new handler pod %s: %d applies, want 1, of %s:\n%s", p, len(applies), mark, logs)
 		}
 	}
+	s.kubectl.Must(t, "delete", "nncp", mark, "--wait")
 	if newPods != len(s.state.Nodes) {
 		t.Errorf("%d new handler pods after the upgrade, want one per node", newPods)
 	}
@@ -335,10 +356,15 @@ func handlerPods(t *testing.T) []string {
 }
 
 // enactmentTransitions lists every enactment's conditions with their
-// transition times: an apply moves them (Progressing, then Available).
-func enactmentTransitions(t *testing.T) string {
+// transition times: an apply moves them (Progressing, then Available);
+// selector, when not "", is a label selector of the enactments.
+func enactmentTransitions(t *testing.T, selector string) string {
 	t.Helper()
-	return s.kubectl.Must(t, "get", "nnce", "-o", `jsonpath={range .items[*]}{.metadata.name}:{range .status.conditions[*]}{.type}={.status}@{.lastTransitionTime},{end};{end}`)
+	args := []string{"get", "nnce"}
+	if selector != "" {
+		args = append(args, "-l", selector)
+	}
+	return s.kubectl.Must(t, append(args, "-o", `jsonpath={range .items[*]}{.metadata.name}:{range .status.conditions[*]}{.type}={.status}@{.lastTransitionTime},{end};{end}`)...)
 }
 
 // apiWrites reads the API server's write request counters, by

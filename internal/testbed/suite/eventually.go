@@ -43,10 +43,14 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func() e
 }
 
 // EventuallyEvery is Eventually checking every interval: for what is
-// timed by the polls (the intervals of the figures a test logs).
+// timed by the polls (the intervals of the figures a test logs). In a
+// cleanup, whose t.Context() has ended, it waits under a bounded context
+// of its own (testContext), as Kubectl does.
 func EventuallyEvery(t testing.TB, timeout, interval time.Duration, what string, check func() error) {
 	t.Helper()
-	if err := Until(t.Context(), timeout, interval, check); err != nil {
+	ctx, cancel := testContext(t)
+	defer cancel()
+	if err := Until(ctx, timeout, interval, check); err != nil {
 		if what == "" {
 			t.Fatal(err)
 		}

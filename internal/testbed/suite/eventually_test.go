@@ -57,6 +57,25 @@ func TestUntil(t *testing.T) {
 	}
 }
 
+// TestEventuallyInCleanup: a cleanup's Eventually waits for its
+// condition, though the test's context has ended.
+func TestEventuallyInCleanup(t *testing.T) {
+	calls := 0
+	t.Run("test", func(t *testing.T) {
+		t.Cleanup(func() {
+			Eventually(t, time.Minute, "the third call", func() error {
+				if calls++; calls < 3 {
+					return errors.New("not yet")
+				}
+				return nil
+			})
+		})
+	})
+	if calls != 3 {
+		t.Errorf("the cleanup's Eventually checked %d times, want 3", calls)
+	}
+}
+
 func TestCond(t *testing.T) {
 	ok := false
 	check := Cond(func() bool { return ok }, func() string { return "not ok" })
