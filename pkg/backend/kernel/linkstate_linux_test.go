@@ -54,9 +54,18 @@ func TestLinkReaderLink(t *testing.T) {
 
 	// Up with its peer down: administratively up, operationally not.
 	ns.LinkUp(t, "w0")
-	got, err = r.Link("w0")
-	if err != nil {
-		t.Fatal(err)
+	// The kernel sets the operational state after the flags, from its
+	// link watch (deferred, and slow under qemu's TCG): until then the
+	// link shows "unknown".
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if got, err = r.Link("w0"); err != nil {
+			t.Fatal(err)
+		}
+		if got.OperState != "unknown" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	want = LinkStatus{Name: "w0", Up: true, OperState: "lower-layer-down"}
 	if d := cmp.Diff(want, got, ignoreIndex); d != "" {
