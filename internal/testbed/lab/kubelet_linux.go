@@ -313,6 +313,9 @@ func (k *kubeletLab) controlPlaneComponents() error {
 			"--cluster-signing-key-file=" + k.env.PKIFile("ca.key"),
 			"--allocate-node-cidrs=true", "--cluster-cidr=" + clusterCIDR, "--node-cidr-mask-size=24",
 			"--service-cluster-ip-range=" + serviceCIDR,
+			// Its default, /usr/libexec/kubernetes/kubelet-plugins/volume/exec,
+			// is created on the machine at start.
+			"--flex-volume-plugin-dir=" + filepath.Join(o.Dir, "kube-controller-manager", "flexvolume"),
 			"--v=1",
 		},
 		logPath: filepath.Join(o.Dir, "kube-controller-manager.log"), spawner: k.s.swSpawner})

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/knmstate/knmstate/internal/testbed/testenv"
@@ -108,9 +110,15 @@ func (k *Kit) main(opts Options, f flags, run func(*Kit) int) (code int, err err
 	if k.TempDir, err = os.MkdirTemp("", "knmstate-"+opts.Name+"-"); err != nil {
 		return 0, fmt.Errorf("temporary directory: %w", err)
 	}
+	absent := absentHostPaths()
 	defer func() {
 		if derr := k.down(); derr != nil {
 			code, err = 1, derr
+		}
+		// Checked after every lab of the suite is down: a lab lives in
+		// its own directories and never leaves anything on the machine.
+		if made := madeHostPaths(absent); len(made) > 0 {
+			code, err = 1, fmt.Errorf("the suite's labs left %s on the machine (a lab must keep every path under its own directory)", strings.Join(made, ", "))
 		}
 	}()
 	k.Kubelet = *f.kubelet
@@ -164,4 +172,40 @@ func (k *Kit) Defer(f func() error) { k.teardown = append(k.teardown, f) }
 // reports outside any test).
 func (k *Kit) Logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, k.Name+": "+format+"\n", args...)
+}
+
+// hostPaths are the machine's own places that Kubernetes components and
+// container runtimes write to by default (kube-controller-manager's and
+// the kubelet's volume plugin directory, the kubelet's and CNI's state,
+// their configuration); a lab points every one of them into its own
+// directory.
+var hostPaths = []string{
+	"/usr/libexec/kubernetes",
+	"/var/lib/kubelet",
+	"/var/lib/cni",
+	"/etc/kubernetes",
+	"/etc/cni/net.d",
+	"/var/lib/containerd",
+}
+
+// absentHostPaths are the hostPaths missing before the suite starts.
+func absentHostPaths() []string {
+	var absent []string
+	for _, p := range hostPaths {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			absent = append(absent, p)
+		}
+	}
+	return absent
+}
+
+// madeHostPaths are those of absent that exist now.
+func madeHostPaths(absent []string) []string {
+	var made []string
+	for _, p := range absent {
+		if _, err := os.Lstat(p); err == nil {
+			made = append(made, p)
+		}
+	}
+	return made
 }
