@@ -44,6 +44,12 @@ type IEEE8021XRemover interface {
 	RemoveIEEE8021X(ctx context.Context, iface string) error
 }
 
+// MemoryOnlyBackend is a backend that keeps what it applies in memory
+// only (NetworkManager's in-memory profiles): Apply then turns absent
+// interfaces into down, as Options.MemoryOnly does (nmstate's
+// --memory-only removes nothing persistent).
+type MemoryOnlyBackend interface{ MemoryOnly() bool }
+
 // Named is a backend that says its name (and, with Address, how to reach
 // it) for the checkpoint record.
 type Named interface{ Name() string }
@@ -202,7 +208,7 @@ func Apply(ctx context.Context, b Backend, desired *nmstate.State, opts Options)
 	if IsEmpty(desired) {
 		return &Result{Desired: &nmstate.State{}, Plan: &nmstate.Plan{}}, nil
 	}
-	if o.MemoryOnly {
+	if mo, ok := b.(MemoryOnlyBackend); o.MemoryOnly || ok && mo.MemoryOnly() {
 		desired = memoryOnly(desired)
 	}
 	if o.DryRun {

@@ -12,6 +12,7 @@ import (
 // back before, as far as a desired state can express it.
 //
 //   - created interfaces become absent (listed first);
+//   - an interface before reported ignored stays ignored;
 //   - every other interface of the change set (modified, deleted, pulled
 //     in) gets its full configuration from before, query-only keys
 //     removed (min/max-mtu, permanent MAC, driver, LLDP neighbours, tun),
@@ -46,6 +47,15 @@ func Revert(before, desired *State) (*State, error) {
 				continue
 			}
 			created = append(created, Interface{Name: t.Name, Type: t.Type, State: StateAbsent})
+			continue
+		}
+		if b.State == StateIgnore {
+			// What the backend left alone before (NetworkManager's
+			// unmanaged devices) is left alone again: the backend's own
+			// checkpoint gives it back its unmanaged state, and a revert
+			// "up" would make the backend take it over once more.
+			restored = append(restored, Interface{Name: b.Name, Type: b.Type, State: StateIgnore})
+			pos[t.Name] = indexOf(before, b)
 			continue
 		}
 		r := revertIface(b)

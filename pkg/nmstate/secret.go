@@ -52,6 +52,10 @@ func keepHiddenSecrets(desired, current *State) *State {
 	for i := range out.Interfaces {
 		ifc := &out.Interfaces[i]
 		cur := current.FindTyped(ifc.Name, ifc.Type)
+		if cur == nil && (ifc.Type == TypeEthernet || ifc.Type == TypeVeth) {
+			// nmstate unifies the two: a NIC given as ethernet may be a veth.
+			cur = current.FindTyped(ifc.Name, map[InterfaceType]InterfaceType{TypeEthernet: TypeVeth, TypeVeth: TypeEthernet}[ifc.Type])
+		}
 		if cur == nil {
 			continue
 		}

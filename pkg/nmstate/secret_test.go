@@ -90,6 +90,13 @@ func TestHiddenSecretKeepsCurrent(t *testing.T) {
 			}
 		})
 	}
+	// A NIC given as ethernet that the kernel shows as a veth keeps its
+	// secret too (nmstate unifies the two types).
+	asVeth := current.Clone()
+	asVeth.Interfaces[0].Type = nmstate.TypeVeth
+	if err := nmstate.Verify(shown, asVeth); err != nil {
+		t.Errorf("ethernet over a veth: %v", err)
+	}
 	// Nothing current to keep: the placeholder stays, and verification
 	// says so.
 	bare, err := nmstate.Decode([]byte("interfaces:\n- {name: eth1, type: ethernet, state: up}\n"))

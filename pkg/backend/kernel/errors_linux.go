@@ -68,9 +68,29 @@ func isMissingFeature(err error) bool {
 // linkCreateError classifies an error of creating link name of type typ.
 func linkCreateError(name string, typ nmstate.InterfaceType, err error) error {
 	if f, ok := featureModules[typ]; ok && isMissingFeature(err) {
-		return &kernelError{kind: nmstate.Dependency, msg: fmt.Sprintf("%s: kernel has no %s support (module %s)", name, f[0], f[1]), err: err}
+		return missingModule(name, f, err)
 	}
 	return classify(err)
+}
+
+// missingModule is the Dependency error naming feature f = {feature,
+// module} that link name needs.
+func missingModule(name string, f [2]string, err error) error {
+	return &kernelError{kind: nmstate.Dependency, msg: fmt.Sprintf("%s: kernel has no %s support (module %s)", name, f[0], f[1]), err: err}
+}
+
+// MissingFeatureError is, for a link of type typ that another backend
+// failed to create (NetworkManager passes the kernel's "Operation not
+// supported" on in its message), the error this backend gives for the
+// same failure: a Dependency naming the kernel feature and its module.
+// It is nil when cause is not the kernel's answer to a missing feature
+// or typ needs no module.
+func MissingFeatureError(name string, typ nmstate.InterfaceType, cause error) error {
+	f, ok := featureModules[typ]
+	if !ok || cause == nil || !strings.Contains(strings.ToLower(cause.Error()), "operation not supported") {
+		return nil
+	}
+	return missingModule(name, f, cause)
 }
 
 // vlanFilteringError classifies an error of a bridge VLAN filtering
