@@ -58,7 +58,16 @@ func TestRouteChangeOnAssumedDeviceRollsBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		y, err := nmstate.EncodeYAML(&nmstate.State{Routes: s.Routes, Interfaces: []nmstate.Interface{{Name: "eth1", IPv4: s.Find("eth1")[0].IPv4}}})
+		v4 := s.Find("eth1")[0].IPv4
+		for i := range v4.Address {
+			// NetworkManager's default MPTCP (net.mptcp.enabled is 1 in
+			// the namespace: a subflow endpoint on the interface with the
+			// default route) leaves an endpoint on eth1 that its rollback
+			// does not remove; the backend reports it (as nmstate would)
+			// but does not make it. Not what this test is about.
+			v4.Address[i].MPTCPFlags = nil
+		}
+		y, err := nmstate.EncodeYAML(&nmstate.State{Routes: s.Routes, Interfaces: []nmstate.Interface{{Name: "eth1", IPv4: v4}}})
 		if err != nil {
 			t.Fatal(err)
 		}

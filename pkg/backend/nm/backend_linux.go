@@ -10,6 +10,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/knmstate/knmstate/pkg/backend/kernel"
+	"github.com/knmstate/knmstate/pkg/backend/ovs"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
@@ -22,6 +23,12 @@ type Options struct {
 	// NetworkManager manages).
 	NetNS string
 	UTSNS string
+	// HostnameFile is the kernel backend's (kernel.Options.HostnameFile):
+	// the static hostname a node runtime reads, where hostname.config is
+	// kept and "" (dynamic) means the DHCP hostname; hostname settings are
+	// the kernel touch-up's, as on a kernel node. Without it the configured
+	// hostname is the running one.
+	HostnameFile string
 	// ResolvConf, when set, is the resolv.conf the node's resolver reads
 	// (NetworkManager's, on a node where it owns it): the running DNS is
 	// reported from it; "" = from NetworkManager's DnsManager. The
@@ -31,12 +38,23 @@ type Options struct {
 	// Bus is the D-Bus address of the system bus NetworkManager is on; ""
 	// = the system bus (DBUS_SYSTEM_BUS_ADDRESS or its default socket).
 	Bus string
-	// Persist saves profiles to disk (the keyfile directory) instead of
-	// keeping them in memory.
-	Persist bool
+	// MemoryOnly keeps profiles in memory (nmstate's --memory-only): gone
+	// after a reboot, no profile deleted (absent interfaces go down, see
+	// Backend.MemoryOnly), no duplicate profile removed. The default, as
+	// upstream's, saves them to disk (the keyfile directory) and keeps one
+	// profile per interface.
+	MemoryOnly bool
 	// ActivationTimeout bounds waiting for the activations of one apply
 	// (0 = 60 s).
 	ActivationTimeout time.Duration
+	// OVSDB is the node's Open vSwitch database socket ("unix:PATH"; "" or
+	// ovs.NoAddress = no OVS: OVS states are refused), read next to the
+	// kernel as the kernel backend reads it; NetworkManager's OVS plugin
+	// writes bridges, ports and interfaces, the Open_vSwitch table is
+	// written directly. OVSDatapath is the datapath-type of OVS bridges
+	// whose state names none ("netdev" where the kernel has no openvswitch
+	// module), as ovs.Options.DefaultDatapath.
+	OVSDB, OVSDatapath string
 	// OnTouchUp, if set, sees each kernel touch-up plan before it runs
 	// (what the profiles could not express), for logs and tests.
 	OnTouchUp func(*nmstate.Plan)
@@ -47,13 +65,14 @@ type Options struct {
 type Backend struct {
 	opts   Options
 	kernel *kernel.Backend
+	ovs    *ovs.Backend // nil: no OVS (ovs_linux.go)
 	c      *client
 }
 
 // Open connects to NetworkManager and opens the kernel view of the
 // namespace. The caller must Close the Backend.
 func Open(ctx context.Context, opts Options) (*Backend, error) {
-	k, err := kernel.Open(ctx, kernel.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, ResolvConf: opts.ResolvConf})
+	k, err := kernel.Open(ctx, kernel.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, ResolvConf: opts.ResolvConf, HostnameFile: opts.HostnameFile})
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +89,7 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if opts.ActivationTimeout <= 0 {
 		opts.ActivationTimeout = 60 * time.Second
 	}
-	return &Backend{opts: opts, kernel: k, c: c}, nil
+	return &Backend{opts: opts, kernel: k, ovs: openOVS(ctx, k, opts), c: c}, nil
 }
 
 // Available reports whether NetworkManager is on the bus at addr ("" =
@@ -86,8 +105,12 @@ func Available(ctx context.Context, addr string) bool {
 
 // Close releases the bus connection and the kernel view.
 func (b *Backend) Close() error {
-	return errors.Join(b.c.close(), b.kernel.Close())
+	return errors.Join(b.c.close(), b.closeOVS(), b.kernel.Close())
 }
+
+// MemoryOnly reports whether profiles are kept in memory; pkg/apply then
+// turns absent interfaces into down, as nmstate does in that mode.
+func (b *Backend) MemoryOnly() bool { return b.opts.MemoryOnly }
 
 // Name returns the backend's name for NNS.
 func (b *Backend) Name() string { return Name }
@@ -100,7 +123,7 @@ func (b *Backend) Version() (string, error) { return b.c.version() }
 
 // Show reads the kernel state with NetworkManager's DNS on top.
 func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
-	s, err := b.kernel.Show(ctx)
+	s, err := b.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +135,11 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	annotateDynamic(s, profiles, b.activeProfiles(devs))
+	active := b.activeProfiles(devs)
+	annotateDynamic(s, profiles, active)
+	markPortsWithoutIP(s, activePorts(profiles, active))
+	markIgnored(s, devs)
+	b.showExtras(ctx, s, profiles, devs)
 	dns, err := b.showDNS(ctx, profiles, devs)
 	if err != nil {
 		return nil, err
@@ -234,6 +261,11 @@ func (b *Backend) showDNS(ctx context.Context, profiles []*profile, devs map[str
 		cfg.Server = append(cfg.Server, h.servers...)
 		cfg.Search = append(cfg.Search, h.search...)
 		cfg.Options = append(cfg.Options, h.options...)
+	}
+	if g, err := b.c.globalDNS(); err == nil && !g.Empty() {
+		// Global DNS overrides every profile's: nmstate reports it as
+		// both config and running.
+		return &nmstate.DNSResolver{Config: g.dnsConfig(), Running: g.dnsConfig()}, nil
 	}
 	running := &nmstate.DNSConfig{Server: []netip.Addr{}, Search: []string{}, Options: []string{}}
 	if conf, err := b.c.dnsConfiguration(); err == nil {

@@ -137,6 +137,7 @@ type device struct {
 	state  uint32
 	active dbus.ObjectPath
 	real   bool
+	typ    uint32 // DeviceType
 }
 
 func (c *client) devices(ctx context.Context) (map[string]*device, error) {
@@ -155,10 +156,12 @@ func (c *client) devices(ctx context.Context) (map[string]*device, error) {
 		d.state, _ = all["State"].Value().(uint32)
 		d.active, _ = all["ActiveConnection"].Value().(dbus.ObjectPath)
 		d.real, _ = all["Real"].Value().(bool)
-		if prev, ok := out[d.name]; ok && prev.real && !d.real {
+		d.typ, _ = all["DeviceType"].Value().(uint32)
+		key, keep := keepDevice(out, d)
+		if !keep {
 			continue
 		}
-		out[d.name] = d
+		out[key] = d
 	}
 	return out, nil
 }

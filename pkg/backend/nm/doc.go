@@ -5,10 +5,10 @@
 // NetworkManager profiles over D-Bus instead of netlink operations, so the
 // two never fight over a device.
 //
-// Profiles are in-memory by default (they live under NetworkManager's run
-// directory and are gone after a reboot: the ephemeral mode OpenShift's
-// rebootless design wants); Options.Persist writes them to the keyfile
-// directory. Profiles are built per interface of the change set by a pure
+// Profiles are saved to the keyfile directory by default, as upstream's
+// nmstatectl saves them; Options.MemoryOnly keeps them under
+// NetworkManager's run directory, gone after a reboot (nmstate's
+// --memory-only, the ephemeral mode of OpenShift's rebootless design). Profiles are built per interface of the change set by a pure
 // function (Profile) from the interface's target configuration, its
 // routes, route rules and DNS; they are saved, then activated in
 // dependency order (controllers first) and waited for. Whatever the

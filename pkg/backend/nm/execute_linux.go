@@ -8,6 +8,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/knmstate/knmstate/pkg/backend/kernel"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
@@ -39,18 +40,24 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		if name == "" || p.str("connection", "type") == "loopback" {
 			continue
 		}
+		if t := p.str("connection", "type"); isOVSKeyed(t) {
+			name = ovsKey(t, name)
+		}
 		if prev := existing[name]; prev == nil || activeConn[p.path] && !activeConn[prev.path] {
 			existing[name] = p
 		}
 	}
-	unmanaged := map[string]bool{}
-	for name, d := range devs {
-		if d.real && d.state == devUnmanaged {
-			unmanaged[name] = true
-		}
+	if err := b.ovsReachable(m); err != nil {
+		return err
 	}
-	pp, err := PlanProfiles(m, existing, unmanaged, randomUUID)
+	pp, err := PlanProfiles(m, existing, leftAlone(m, devs), randomUUID)
 	if err != nil {
+		return err
+	}
+	if err := needBridgeVLANFiltering(pp); err != nil {
+		return err
+	}
+	if err := b.ovsPrepare(ctx, m, pp, profiles, devs); err != nil {
 		return err
 	}
 
@@ -64,11 +71,11 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 	}
 	for _, name := range pp.Absent {
 		for _, p := range profiles {
-			if p.str("connection", "interface-name") != name {
+			if p.str("connection", "interface-name") != name || keepOnAbsent(p) {
 				continue
 			}
-			if !p.unsaved && !b.opts.Persist {
-				continue // in-memory mode leaves profiles on disk alone
+			if b.opts.MemoryOnly {
+				continue // memory-only deletes no profile (nmstate's)
 			}
 			if err := b.c.deleteProfile(ctx, p.path); err != nil {
 				return fmt.Errorf("deleting profile %s of %s: %w", p.str("connection", "id"), name, err)
@@ -82,27 +89,39 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		}
 	}
 
+	// Global DNS first, as nmstate clears or sets it before the profiles.
+	if pp.GlobalDNS != nil {
+		if err := b.c.ensureGlobalDNS(pp.GlobalDNS); err != nil {
+			return fmt.Errorf("setting NetworkManager's global DNS: %w", err)
+		}
+	}
+
+	if err := b.deactivateFirst(ctx, pp, devs); err != nil {
+		return err
+	}
+
 	// Save.
 	paths := make([]dbus.ObjectPath, len(pp.Profiles))
 	for i, p := range pp.Profiles {
 		if p.Path != "" {
-			if err := b.c.updateProfile(ctx, p.Path, p.Settings, b.opts.Persist); err != nil {
+			if err := b.c.updateProfile(ctx, p.Path, p.Settings, !b.opts.MemoryOnly); err != nil {
 				return fmt.Errorf("updating the profile of %s: %w", p.Name, err)
 			}
 			paths[i] = p.Path
 			continue
 		}
-		path, err := b.c.addProfile(ctx, p.Settings, b.opts.Persist)
+		path, err := b.c.addProfile(ctx, p.Settings, !b.opts.MemoryOnly)
 		if err != nil {
 			return fmt.Errorf("adding a profile for %s: %w", p.Name, err)
 		}
 		paths[i] = path
 	}
-	if b.opts.Persist {
-		// One profile per interface, as nmstate keeps it.
+	if !b.opts.MemoryOnly {
+		// One profile per interface, as nmstate keeps it: the others of
+		// the same interface and type go.
 		for i, p := range pp.Profiles {
 			for _, old := range profiles {
-				if old.path != paths[i] && old.str("connection", "interface-name") == p.Name {
+				if old.path != paths[i] && old.str("connection", "interface-name") == p.Name && sameProfileType(old, p.Settings) {
 					if err := b.c.deleteProfile(ctx, old.path); err != nil {
 						return fmt.Errorf("deleting duplicate profile %s: %w", old.str("connection", "id"), err)
 					}
@@ -122,12 +141,15 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 	}
 	var waits []pending
 	for i, p := range pp.Profiles {
-		if !p.Up {
+		if !p.Up || b.ovsReapplied(actx, p, paths[i], devs) {
 			continue
 		}
 		ac, err := b.c.activate(actx, paths[i])
 		if err != nil {
-			return fmt.Errorf("activating %s: %w", p.Name, err)
+			if ke := kernel.MissingFeatureError(p.Name, kernelTypeOf(p.Settings), err); ke != nil {
+				return ke
+			}
+			return activationError(p.Name, devs[p.Name], err)
 		}
 		waits = append(waits, pending{p.Name, ac, p.Settings})
 	}
@@ -135,6 +157,10 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		if err := b.c.waitActive(actx, w.name, w.ac, w.settings); err != nil {
 			return err
 		}
+	}
+	b.settle(ctx, pp)
+	if err := b.waitOVSReady(actx, pp); err != nil {
+		return err
 	}
 	return b.touchUp(ctx, m, pp)
 }
@@ -145,6 +171,7 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged, pp *ProfilePlan) error {
 	desired := m.Desired.Clone()
 	desired.DNSResolver = nil
+	dropProfileOnly(desired)
 	// Routes and rules no profile holds are asked of the kernel
 	// explicitly: a profile rewritten without them made NetworkManager
 	// remove them.
@@ -160,13 +187,18 @@ func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged, pp *ProfilePla
 		}
 		desired.RouteRules.Config = append(desired.RouteRules.Config, pp.KernelRules...)
 	}
-	if desired.Routes == nil && desired.RouteRules == nil && desired.Hostname == nil && len(desired.Interfaces) == 0 {
+	if desired.Routes == nil && desired.RouteRules == nil && desired.Hostname == nil && len(desired.Interfaces) == 0 && desired.OVSDB == nil && desired.OVN == nil {
 		return nil
 	}
 	var lastErr error
 	// Settle: NetworkManager finishes some changes (ports attached,
-	// addresses after DAD) just after reporting activation.
-	for i := 0; i < 3; i++ {
+	// addresses after DAD) just after reporting activation, and
+	// ovs-vswitchd may take a new netdev tap down and up again, which
+	// empties it for a moment (a route through it: network unreachable).
+	// On a loaded node that moment outlasted three tries 200 ms apart, so
+	// the tries are bounded by time, not by count.
+	settleUntil := time.Now().Add(5 * time.Second)
+	for i := 0; i < 3 || time.Now().Before(settleUntil); i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
@@ -174,10 +206,11 @@ func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged, pp *ProfilePla
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
-		cur, err := b.kernel.Show(ctx)
+		cur, err := b.read(ctx)
 		if err != nil {
 			return err
 		}
+		markPortsWithoutIP(cur, b.heldPorts(ctx, pp))
 		// A read in the middle of NetworkManager's work can also be one
 		// nothing merges into (a device's addresses flushed for a
 		// re-activation: a route through it has IPv4 disabled): read
@@ -198,7 +231,7 @@ func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged, pp *ProfilePla
 		if b.opts.OnTouchUp != nil {
 			b.opts.OnTouchUp(plan)
 		}
-		if lastErr = b.kernel.Execute(ctx, plan); lastErr == nil {
+		if lastErr = b.touchUpExecute(ctx, plan); lastErr == nil {
 			return nil
 		}
 	}
@@ -207,6 +240,10 @@ func (b *Backend) touchUp(ctx context.Context, m *nmstate.Merged, pp *ProfilePla
 
 // Checkpoint is a NetworkManager checkpoint over all devices.
 func (b *Backend) CheckpointCreate(ctx context.Context, timeout time.Duration) (string, error) {
+	extra, err := b.recordExtra(ctx)
+	if err != nil {
+		return "", err
+	}
 	cp, err := b.c.checkpointCreate(ctx, timeout)
 	if err != nil {
 		var de dbus.Error
@@ -215,15 +252,21 @@ func (b *Backend) CheckpointCreate(ctx context.Context, timeout time.Duration) (
 		}
 		return "", fmt.Errorf("creating a NetworkManager checkpoint: %w", err)
 	}
-	return string(cp), nil
+	return encodeCheckpointID(cp, extra), nil
 }
 
 // CheckpointRollback rolls NetworkManager back to the checkpoint and
 // waits (bounded) until the devices it rolled back have settled.
 func (b *Backend) CheckpointRollback(ctx context.Context, id string) error {
-	res, err := b.c.checkpointRollback(ctx, dbus.ObjectPath(id))
+	cp, extra, err := decodeCheckpointID(id)
 	if err != nil {
-		return fmt.Errorf("rolling back NetworkManager checkpoint %s: %w", id, err)
+		return err
+	}
+	res, err := b.c.checkpointRollback(ctx, cp)
+	if err != nil {
+		// Gone (its timer rolled back) or failed: what it never covered
+		// is restored all the same.
+		return errors.Join(fmt.Errorf("rolling back NetworkManager checkpoint %s: %w", cp, err), b.restoreExtra(ctx, extra))
 	}
 	var failed []string
 	rolled := map[dbus.ObjectPath]bool{}
@@ -257,12 +300,15 @@ func (b *Backend) CheckpointRollback(ctx context.Context, id string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("rolling back NetworkManager checkpoint %s: %w", id, ctx.Err())
+			return fmt.Errorf("rolling back NetworkManager checkpoint %s: %w", cp, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	if err := b.restoreExtra(ctx, extra); err != nil {
+		return err
+	}
 	if len(failed) > 0 {
-		return fmt.Errorf("NetworkManager checkpoint %s: rollback failed for devices %v", id, failed)
+		return fmt.Errorf("NetworkManager checkpoint %s: rollback failed for devices %v", cp, failed)
 	}
 	return nil
 }
@@ -270,7 +316,11 @@ func (b *Backend) CheckpointRollback(ctx context.Context, id string) error {
 // CheckpointDestroy commits: the checkpoint is dropped and nothing rolls
 // back.
 func (b *Backend) CheckpointDestroy(ctx context.Context, id string) error {
-	if err := b.c.checkpointDestroy(ctx, dbus.ObjectPath(id)); err != nil {
+	cp, _, err := decodeCheckpointID(id)
+	if err != nil {
+		return err
+	}
+	if err := b.c.checkpointDestroy(ctx, cp); err != nil {
 		return fmt.Errorf("destroying NetworkManager checkpoint %s: %w", id, err)
 	}
 	return nil
@@ -284,4 +334,50 @@ func (b *Backend) Checkpoints() ([]string, error) {
 		out[i] = string(c)
 	}
 	return out, err
+}
+
+// kernelTypeOf is the interface type of a profile whose device is a
+// kernel link NetworkManager creates, for naming the module a kernel
+// without it lacks; "" for the others.
+func kernelTypeOf(s Settings) nmstate.InterfaceType {
+	t, _ := s["connection"]["type"].Value().(string)
+	switch t {
+	case "bond":
+		return nmstate.TypeBond
+	case "vlan":
+		return nmstate.TypeVLAN
+	case "vrf":
+		return nmstate.TypeVRF
+	case "dummy":
+		return nmstate.TypeDummy
+	case "vxlan":
+		return nmstate.TypeVXLAN
+	case "macsec":
+		return nmstate.TypeMACsec
+	case "team":
+		return nmstate.TypeTeam
+	}
+	return ""
+}
+
+// needBridgeVLANFiltering refuses, before anything changes, profiles that
+// turn on VLAN filtering on a kernel without it: NetworkManager creates
+// the bridge and then gives up on it ("the activation went away"), where
+// the kernel backend names the kernel option.
+func needBridgeVLANFiltering(pp *ProfilePlan) error {
+	for _, p := range pp.Profiles {
+		if on, _ := p.Settings["bridge"]["vlan-filtering"].Value().(bool); !on {
+			continue
+		}
+		ok, err := kernel.BridgeVLANFiltering()
+		if err != nil {
+			return fmt.Errorf("asking the kernel about bridge vlan filtering for %s: %w", p.Name, err)
+		}
+		if !ok {
+			return &nmstate.Error{Kind: nmstate.Dependency, Path: nmstate.Path("interfaces[name=" + p.Name + "]"),
+				Detail: p.Name + ": kernel has no bridge vlan filtering support (CONFIG_BRIDGE_VLAN_FILTERING)"}
+		}
+		return nil
+	}
+	return nil
 }

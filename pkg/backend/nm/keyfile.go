@@ -72,11 +72,15 @@ func assumedNICs(desired *nmstate.State) *nmstate.State {
 				add(p.Name)
 			}
 		}
+		for _, name := range ovsPortNames(&ifc) {
+			add(name)
+		}
 		for _, mv := range []*nmstate.MacVlan{ifc.MacVlan, ifc.MacVtap} {
 			if mv != nil && mv.BaseIface != nil {
 				add(*mv.BaseIface)
 			}
 		}
+		addTypeNICs(ifc, add)
 	}
 	return cur
 }
@@ -115,6 +119,12 @@ func RenderKeyfile(s Settings) ([]byte, error) {
 		props := s[sec]
 		for _, k := range sortedKeys(props) {
 			v := props[k]
+			if lines, ok := typeKeyfileLines(sec, k, v); ok {
+				for _, l := range lines {
+					b.WriteString(l + "\n")
+				}
+				continue
+			}
 			switch k {
 			case "address-data":
 				for n, a := range v.Value().([]map[string]dbus.Variant) {
@@ -146,12 +156,24 @@ func RenderKeyfile(s Settings) ([]byte, error) {
 				}
 				fmt.Fprintf(&b, "dns=%s;\n", strings.Join(addrs, ";"))
 				continue
+			case "vfs":
+				writeVFs(&b, v)
+				continue
+			case "data": // ovs-external-ids, ovs-other-config
+				keyfileOVSData(&b, v.Value())
+				continue
+			case "trunks":
+				fmt.Fprintf(&b, "trunks=%s\n", keyfileTrunks(v.Value()))
+				continue
+			case "assigned-mac-address": // D-Bus's name of the keyfile's cloned-mac-address
+				fmt.Fprintf(&b, "cloned-mac-address=%s\n", v.Value())
+				continue
 			}
 			text, err := keyfileValue(v.Value())
 			if err != nil {
 				return nil, fmt.Errorf("%s.%s: %w", sec, k, err)
 			}
-			fmt.Fprintf(&b, "%s=%s\n", k, text)
+			fmt.Fprintf(&b, "%s=%s\n", keyfileKey(k), text)
 		}
 	}
 	return []byte(b.String()), nil
@@ -171,6 +193,8 @@ func keyfileValue(v any) (string, error) {
 		return strconv.FormatInt(vv, 10), nil
 	case uint64:
 		return strconv.FormatUint(vv, 10), nil
+	case []byte:
+		return blobKeyfile(vv)
 	case []string:
 		if len(vv) == 0 {
 			return "", nil

@@ -3,7 +3,6 @@ package nm_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -43,7 +42,7 @@ func newEnv(t *testing.T, unmanaged ...string) *env {
 
 func (e *env) open(t *testing.T, persist bool) *nm.Backend {
 	t.Helper()
-	b, err := nm.Open(context.Background(), nm.Options{NetNS: e.ns.Path, Bus: e.nm.Bus, Persist: persist})
+	b, err := nm.Open(context.Background(), nm.Options{NetNS: e.ns.Path, Bus: e.nm.Bus, MemoryOnly: !persist})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +208,7 @@ func TestHandlerKilledRollsBackByNetworkManagerTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := apply.Apply(context.Background(), b, decode(t, bridgeAndAddress),
-		apply.Options{StateDir: e.stateDir, NoCommit: true, Timeout: 3 * time.Second, VerifyInterval: 100 * time.Millisecond}); err != nil {
+		apply.Options{StateDir: e.stateDir, NoCommit: true, Timeout: killedHandlerCheckpointTimeout, VerifyInterval: 100 * time.Millisecond}); err != nil {
 		b.Close()
 		t.Fatal(err)
 	}
@@ -220,69 +219,6 @@ func TestHandlerKilledRollsBackByNetworkManagerTimer(t *testing.T) {
 	var last string
 	if !waitFor(20*time.Second, func() bool { last = e.snapshot(t); return last == before }) {
 		t.Errorf("NetworkManager did not roll back by itself (-before +now):\n%s", cmp.Diff(before, last))
-	}
-}
-
-// TestInMemoryByDefaultPersistOnRequest: by default no profile file is
-// written under the keyfile directory and a reboot (NetworkManager
-// restarted with an empty run directory, the kernel's links gone) loses
-// the configuration; with Persist it comes back.
-func TestInMemoryByDefaultPersistOnRequest(t *testing.T) {
-	for _, persist := range []bool{false, true} {
-		t.Run(map[bool]string{false: "in-memory", true: "persist"}[persist], func(t *testing.T) {
-			e := newEnv(t)
-			b := e.open(t, persist)
-			ctx := context.Background()
-			if _, err := apply.Apply(ctx, b, decode(t, bridgeAndAddress), apply.Options{StateDir: e.stateDir}); err != nil {
-				t.Fatal(err)
-			}
-			onDisk, _ := filepath.Glob(filepath.Join(e.nm.KeyfileDir, "*"))
-			inRun, _ := filepath.Glob(filepath.Join(e.nm.RunDir, "system-connections", "[be]*.nmconnection"))
-			if persist && len(onDisk) != 2 || !persist && len(onDisk) != 0 {
-				t.Errorf("keyfile directory holds %v", onDisk)
-			}
-			if !persist && len(inRun) != 2 {
-				t.Errorf("run directory holds %v, want the two in-memory profiles", inRun)
-			}
-			// Reboot: NetworkManager stops, the kernel forgets br0 and
-			// eth1's address, /run is emptied.
-			if err := e.nm.StopNM(); err != nil {
-				t.Fatal(err)
-			}
-			if l, err := e.ns.Netlink.LinkByName("br0"); err == nil {
-				if err := e.ns.Netlink.LinkDel(l); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if l, err := e.ns.Netlink.LinkByName("eth1"); err == nil {
-				addrs, _ := e.ns.Netlink.AddrList(l, netlink.FAMILY_V4)
-				for _, a := range addrs {
-					_ = e.ns.Netlink.AddrDel(l, &a)
-				}
-			}
-			if err := e.nm.Restart(ctx, true); err != nil {
-				t.Fatal(err)
-			}
-			up := waitFor(10*time.Second, func() bool {
-				l, err := e.ns.Netlink.LinkByName("br0")
-				if err != nil {
-					return false
-				}
-				addrs, _ := e.ns.Netlink.AddrList(l, netlink.FAMILY_V4)
-				return len(addrs) == 1
-			})
-			if persist && !up {
-				t.Errorf("persistent br0 did not come back after the reboot")
-			}
-			if !persist {
-				if up {
-					t.Errorf("in-memory br0 came back after the reboot")
-				}
-				if _, err := os.Stat(filepath.Join(e.nm.RunDir, "system-connections", "br0.nmconnection")); err == nil {
-					t.Errorf("in-memory profile still in the run directory")
-				}
-			}
-		})
 	}
 }
 
@@ -362,37 +298,5 @@ interfaces:
 	}
 	if eth1.IPv6 == nil || !*eth1.IPv6.DHCP || *eth1.IPv6.Autoconf || *eth1.IPv6.AutoGateway {
 		t.Errorf("eth1 ipv6 %+v", eth1.IPv6)
-	}
-}
-
-// TestUnmanagedDeviceLeftToKernel: a device NetworkManager does not
-// manage gets no profile; the address and route asked of it are set by
-// the kernel touch-up, verify, and a failed apply rolls them back.
-func TestUnmanagedDeviceLeftToKernel(t *testing.T) {
-	e := newEnv(t, "eth1")
-	b := e.open(t, false)
-	ctx := context.Background()
-	before := e.snapshot(t)
-	desired := decode(t, `
-interfaces:
-- {name: eth1, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 192.0.2.7, prefix-length: 24}]}}
-routes:
-  config:
-  - {destination: 198.51.100.0/24, next-hop-address: 192.0.2.1, next-hop-interface: eth1}
-`)
-	_, err := apply.Apply(ctx, failOnce(b), desired.Clone(), apply.Options{StateDir: e.stateDir, VerifyInterval: 100 * time.Millisecond})
-	var f *apply.Failure
-	if !errors.As(err, &f) || f.Rollback != nil {
-		t.Fatalf("got %v, want a failure with a successful rollback", err)
-	}
-	if diff := cmp.Diff(before, e.snapshot(t)); diff != "" {
-		t.Errorf("after the failed apply (-before +after):\n%s", diff)
-	}
-	if _, err := apply.Apply(ctx, b, desired, apply.Options{StateDir: e.stateDir, VerifyInterval: 100 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := nmrun.Nmcli(ctx, e.nm.Bus, "-g", "NAME", "connection", "show")
-	if err != nil || strings.Contains(out, "eth1") {
-		t.Errorf("profiles %q (%v), want none for the unmanaged eth1", out, err)
 	}
 }

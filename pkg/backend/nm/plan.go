@@ -36,11 +36,19 @@ type ProfilePlan struct {
 	// Down are interfaces whose profile is deactivated; Absent also lose
 	// their profiles (and virtual devices).
 	Down, Absent []string
+	// ovs is the OVS bridges' part (profile_ovs.go).
+	ovs *ovsPlan
 	// KernelRoutes and KernelRules found no profile to live in (no
 	// interface with IP in the apply): the kernel touch-up installs them,
 	// and NetworkManager does not know them.
 	KernelRoutes []nmstate.Route
 	KernelRules  []nmstate.RouteRule
+	// GlobalDNS is NetworkManager's global DNS configuration to hold
+	// (empty: none); nil when the apply leaves DNS alone (globaldns.go).
+	GlobalDNS *GlobalDNS
+	// DeactivateFirst are planned profiles whose active connection goes
+	// down before they are saved (deactivate.go).
+	DeactivateFirst []string
 }
 
 // PlannedProfile is one profile to save.
@@ -88,6 +96,7 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 	for i := range m.Interfaces {
 		ifc := &m.Interfaces[i]
 		switch {
+		case ifc.Type == nmstate.TypeOVSBridge: // planOVS
 		case unmanaged[ifc.Name]:
 		case ifc.State == nmstate.StateAbsent:
 			pp.Absent = append(pp.Absent, ifc.Name)
@@ -115,6 +124,14 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 			return true
 		}
 		return false
+	}
+	ovsp, err := planOVS(m, existing, newUUID)
+	if err != nil {
+		return nil, err
+	}
+	pp.ovs = ovsp
+	for _, name := range ovsp.members {
+		holder(name)
 	}
 
 	// Routes: the whole target list (or the current config routes when
@@ -161,7 +178,7 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 			if v6 {
 				c = ifc.IPv6
 			}
-			if c != nil && (c.Enabled == nil || *c.Enabled) && (len(c.Address) > 0 || c.IsAuto()) && targetController(m, name) == "" {
+			if c != nil && (c.Enabled == nil || *c.Enabled) && (len(c.Address) > 0 || c.IsAuto()) && (targetController(m, name) == "" || ifc.Type == nmstate.TypeOVSInterface) {
 				return name
 			}
 		}
@@ -230,7 +247,20 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 	// DNS: servers on one interface per family; the family of the first
 	// server is preferred and also carries search and options.
 	dnsOf := map[string]*[2]*ProfileDNS{}
-	if m.DNS != nil {
+	if m.DNS == nil && existing != nil && m.Current != nil && m.Current.DNSResolver != nil && m.Current.DNSResolver.Config != nil && dnsHolderGone(m, existing) {
+		mm := *m
+		mm.DNS = m.Current.DNSResolver.Config
+		m = &mm
+	}
+	// gc (no existing profiles) has no global configuration to write: its
+	// DNS always goes to profiles, as nmstate's gen_conf places it.
+	gc := existing == nil
+	if m.DNS != nil && !gc {
+		pp.GlobalDNS = &GlobalDNS{}
+	}
+	if m.DNS != nil && !gc && dnsWantsGlobal(m) {
+		pp.GlobalDNS = globalDNSOf(m.DNS)
+	} else if m.DNS != nil {
 		for name, p := range existing {
 			if hasKey(p, "ipv4", "dns") || hasKey(p, "ipv6", "dns") || hasKey(p, "ipv4", "dns-search") || hasKey(p, "ipv6", "dns-search") {
 				holder(name)
@@ -258,8 +288,11 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 				v6fam = !v6fam
 			}
 			if h == "" {
-				return &nmstate.Error{Kind: nmstate.NotSupported, Path: "dns-resolver.config",
-					Detail: "static DNS needs an interface with static IP in the same apply to hold it (NetworkManager keeps DNS in profiles)"}
+				detail := "DNS search or options without servers need an interface with IP in the same apply to hold them (NetworkManager's global DNS would hide the servers DHCP learns)"
+				if gc {
+					detail = "DNS needs an interface with IP in the state to hold it (keyfiles have no global DNS)"
+				}
+				return &nmstate.Error{Kind: nmstate.NotSupported, Path: "dns-resolver.config", Detail: detail}
 			}
 			d := &ProfileDNS{Servers: servers, Priority: 50}
 			if pref {
@@ -277,10 +310,21 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 			e[i] = d
 			return nil
 		}
-		if err := place(pref6, map[bool][]netip.Addr{true: v6, false: v4}[pref6], true); err != nil {
-			return nil, err
+		err := error(nil)
+		if dnsInterleaved(m.DNS.Server) {
+			err = &nmstate.Error{Kind: nmstate.NotSupported, Path: "dns-resolver.config.server", Detail: "IPv4 and IPv6 servers interleaved cannot be held by profiles (one per family)"}
 		}
-		if err := place(!pref6, map[bool][]netip.Addr{true: v6, false: v4}[!pref6], false); err != nil {
+		if err == nil {
+			err = place(pref6, map[bool][]netip.Addr{true: v6, false: v4}[pref6], true)
+		}
+		if err == nil {
+			err = place(!pref6, map[bool][]netip.Addr{true: v6, false: v4}[!pref6], false)
+		}
+		switch {
+		case err != nil && len(m.DNS.Server) > 0 && !gc:
+			// nmstate's fallback: what no profile can hold goes global.
+			pp.GlobalDNS, dnsOf = globalDNSOf(m.DNS), map[string]*[2]*ProfileDNS{}
+		case err != nil:
 			return nil, err
 		}
 	}
@@ -297,9 +341,11 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 		return 1
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return rank(a) - rank(b) })
+	order = orderParents(order, targets)
 	for _, name := range order {
 		ifc := targets[name]
-		in := ProfileInput{Iface: ifc, Routes: routesOf[name], Rules: rulesOf[name], Existing: current(name) != nil}
+		in := ProfileInput{Iface: ifc, Routes: routesOf[name], Rules: rulesOf[name], Existing: current(name) != nil, Current: current(name)}
+		in.Desired, in.Previous = desiredIface(m, ifc), previousSettings(existing[name])
 		if d := dnsOf[name]; d != nil {
 			in.DNS4, in.DNS6 = d[0], d[1]
 		}
@@ -307,6 +353,7 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 			in.Controller = ctl
 			if c := targetOrCurrent(m, ctl); c != nil {
 				in.ControllerType = c.Type
+				in.ControllerIface = c
 				if c.LinuxBridge != nil {
 					for i := range c.LinuxBridge.Port {
 						if c.LinuxBridge.Port[i].Name == name {
@@ -316,6 +363,7 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 				}
 			}
 		}
+		ovsAttach(m, ovsp, &in, existing[name])
 		var path dbus.ObjectPath
 		if p := existing[name]; p != nil {
 			in.UUID = p.str("connection", "uuid")
@@ -327,8 +375,14 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 		if err != nil {
 			return nil, err
 		}
+		if m.DNS == nil {
+			keepProfileDNS(s, existing[name])
+		}
 		pp.Profiles = append(pp.Profiles, PlannedProfile{Name: name, Settings: s, Path: path, Up: true})
 	}
+	// OVS bridges and their ports before the interfaces attached to them.
+	pp.Profiles = append(ovsp.profiles, pp.Profiles...)
+	pp.DeactivateFirst = deactivateFirst(pp, existing)
 	return pp, nil
 }
 

@@ -27,6 +27,17 @@ type ProfileInput struct {
 	ControllerType nmstate.InterfaceType
 	// BridgePort is the port's configuration in its linux bridge.
 	BridgePort *nmstate.LinuxBridgePort
+	// ControllerIface is the controller's target configuration (a bond's
+	// ports-config).
+	ControllerIface *nmstate.Interface
+	// Previous is the profile's current settings (nil for a new one) and
+	// Desired the interface as the apply gives it (nil when only pulled
+	// in): what nmstate builds bond options from, and the sections the
+	// kernel cannot tell apart from defaults (profile_extras.go).
+	Previous Settings
+	Desired  *nmstate.Interface
+	// Current is the interface as the kernel shows it now (nil: none).
+	Current *nmstate.Interface
 	// Routes are the static routes the profile owns (next hop through
 	// this interface, or without interface and placed here).
 	Routes []nmstate.Route
@@ -63,6 +74,10 @@ var nmType = map[nmstate.InterfaceType]string{
 	nmstate.TypeDummy:       "dummy",
 	nmstate.TypeLoopback:    "loopback",
 	nmstate.TypeVXLAN:       "vxlan",
+	nmstate.TypeMACsec:      "macsec",
+	// OVS: profile_ovs.go.
+	nmstate.TypeOVSBridge:    nmOVSBridge,
+	nmstate.TypeOVSInterface: nmOVSInterface,
 }
 
 // ConnectionType returns the NetworkManager type of a profile for an
@@ -88,6 +103,9 @@ func Profile(in ProfileInput) (Settings, error) {
 		return nil, fmt.Errorf("interfaces[name=%s]: %w", ifc.Name, err)
 	}
 	id := ifc.Name
+	if ifc.Type == nmstate.TypeOVSInterface {
+		id = ovsProfileID(nmOVSInterface, id)
+	}
 	if ifc.ProfileName != nil && *ifc.ProfileName != "" {
 		id = *ifc.ProfileName
 	}
@@ -101,6 +119,7 @@ func Profile(in ProfileInput) (Settings, error) {
 	if in.Controller != "" {
 		st, ok := map[nmstate.InterfaceType]string{
 			nmstate.TypeLinuxBridge: "bridge", nmstate.TypeBond: "bond", nmstate.TypeVRF: "vrf",
+			nmstate.TypeOVSBridge: nmOVSPort, // Controller is then the port profile's UUID (ovsAttach)
 		}[in.ControllerType]
 		if !ok {
 			return nil, &nmstate.Error{Kind: nmstate.NotSupported, Path: nmstate.Path(fmt.Sprintf("interfaces[name=%s].controller", ifc.Name)),
@@ -121,6 +140,7 @@ func Profile(in ProfileInput) (Settings, error) {
 			}
 			s["bridge-port"] = bp
 		}
+		portTypeSettings(s, in)
 	}
 	if ifc.Type.IsController() {
 		s["connection"]["autoconnect-slaves"] = dbus.MakeVariant(int32(1))
@@ -128,20 +148,29 @@ func Profile(in ProfileInput) (Settings, error) {
 	if err := typeSettings(s, ifc); err != nil {
 		return nil, fmt.Errorf("interfaces[name=%s]: %w", ifc.Name, err)
 	}
+	bondSettings(s, in)
+	if err := extraSettings(s, in); err != nil {
+		return nil, fmt.Errorf("interfaces[name=%s]: %w", ifc.Name, err)
+	}
 	if ifc.MTU != nil {
-		sec := map[string]string{"802-3-ethernet": "802-3-ethernet", "veth": "802-3-ethernet"}[typ]
-		if sec == "" {
-			sec = typ
-		}
-		if typ == "bridge" || typ == "bond" || typ == "802-3-ethernet" || typ == "veth" || typ == "vlan" || typ == "macvlan" {
+		// These types have no mtu of their own: NetworkManager takes the
+		// wired setting's (nm_device_get_configured_mtu_for_wired and
+		// _wired_parent), and refuses an unknown key.
+		sec := "802-3-ethernet"
+		if typ == "bridge" || typ == "bond" || typ == "802-3-ethernet" || typ == "veth" || typ == "vlan" || typ == "macvlan" || typ == "vxlan" || typ == "dummy" {
 			if s[sec] == nil {
 				s[sec] = map[string]dbus.Variant{}
 			}
 			s[sec]["mtu"] = dbus.MakeVariant(uint32(*ifc.MTU))
 		}
 	}
-	if in.Controller != "" {
-		// A port carries no IP configuration of its own.
+	if in.ControllerType == nmstate.TypeOVSBridge || ifc.Type == nmstate.TypeOVSInterface {
+		ovsDBSettings(s, ifc.OVSDB)
+	}
+	if in.Controller != "" && in.ControllerType != nmstate.TypeVRF && ifc.Type != nmstate.TypeOVSInterface {
+		// A port carries no IP configuration of its own (a VRF port
+		// does: it is an L3 interface in the VRF's table; so does an OVS
+		// internal interface, a port of its ovs-port).
 		return s, nil
 	}
 	v4, err := ipSettings(ifc, ifc.IPv4, false, in)
@@ -201,6 +230,7 @@ func typeSettings(s Settings, ifc *nmstate.Interface) error {
 		} else {
 			br["stp"] = dbus.MakeVariant(false)
 		}
+		bridgeVLANSettings(br, ifc)
 		s["bridge"] = br
 	case nmstate.TypeMacVlan, nmstate.TypeMacVtap:
 		mv := ifc.MacVlan
@@ -224,6 +254,18 @@ func typeSettings(s Settings, ifc *nmstate.Interface) error {
 			}
 		}
 		s["macvlan"] = sec
+	case nmstate.TypeBond:
+		// bondSettings, called by Profile: it needs the previous profile.
+	case nmstate.TypeVLAN:
+		return vlanSettings(s, ifc)
+	case nmstate.TypeVXLAN:
+		return vxlanSettings(s, ifc)
+	case nmstate.TypeVRF:
+		return vrfSettings(s, ifc)
+	case nmstate.TypeMACsec:
+		return macsecSettings(s, ifc)
+	case nmstate.TypeOVSInterface:
+		return ovsInterfaceSettings(s, ifc)
 	case nmstate.TypeEthernet, nmstate.TypeDummy, nmstate.TypeLoopback:
 	default:
 		return &nmstate.Error{Kind: nmstate.NotSupported, Path: "type",
@@ -315,6 +357,7 @@ func ipSettings(ifc *nmstate.Interface, c *nmstate.IPConfig, v6 bool, in Profile
 	}
 	// wait-ip: each family may fail unless asked for.
 	sec["may-fail"] = dbus.MakeVariant(true)
+	ipExtras(sec, ifc, c, v6)
 	d := in.DNS4
 	if v6 {
 		d = in.DNS6

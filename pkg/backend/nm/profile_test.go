@@ -52,3 +52,41 @@ func TestProfileRefusesWhatItCannotExpress(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestProfileEthtoolFeatureNMLacks: a feature NetworkManager has no
+// property for is refused when it would change, and passed over when the
+// kernel already has the value (a state read back from the node, as a
+// rollback's revert applies it, lists every feature the kernel reports).
+func TestProfileEthtoolFeatureNMLacks(t *testing.T) {
+	desired := func(v bool) *nmstate.Interface {
+		return &nmstate.Interface{Name: "eth1", Type: nmstate.TypeEthernet, State: nmstate.StateUp,
+			Ethtool: &nmstate.Ethtool{Feature: map[string]bool{"tx-tcp-accecn-segmentation": v, "rx-gro": false}}}
+	}
+	for _, c := range []struct {
+		name      string
+		current   *nmstate.Interface
+		wantError bool
+	}{
+		{"no current interface", nil, true},
+		{"the kernel has another value", desired(false), true},
+		{"the kernel has it already", desired(true), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := desired(true)
+			s, err := Profile(ProfileInput{Iface: d, Desired: d, Current: c.current, UUID: "u", Existing: true})
+			switch {
+			case c.wantError && (err == nil || !strings.Contains(err.Error(), "ethtool.feature.tx-tcp-accecn-segmentation")):
+				t.Fatalf("got %v, want a refusal naming ethtool.feature.tx-tcp-accecn-segmentation", err)
+			case !c.wantError && err != nil:
+				t.Fatal(err)
+			case !c.wantError:
+				if v, _ := s["ethtool"]["feature-gro"].Value().(bool); v || s["ethtool"]["feature-gro"].Value() == nil {
+					t.Errorf("feature-gro = %v, want false", s["ethtool"]["feature-gro"])
+				}
+				if _, ok := s["ethtool"]["feature-tx-tcp-accecn-segmentation"]; ok {
+					t.Error("the feature NetworkManager lacks went into the profile")
+				}
+			}
+		})
+	}
+}
