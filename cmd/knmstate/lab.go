@@ -261,7 +261,10 @@ and NICs are made anew (no addresses, no routes, no bridges, an empty OVS
 database, no DHCP lease), eth0 gets its address by DHCP from scratch and the
 handler starts again. Then waits until every enactment of the node that was
 Available before is Available again (applied anew) and reports the time.
-Default mode only.`,
+In kubelet mode the node's init stops (containerd, the kubelet, its pods,
+NetworkManager) with its /run, and starts again; /var/lib and NetworkManager's
+persistent profiles are kept; the wait is for its handler pod to be Ready
+again and the enactments Available. Not in guest mode.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := sel.resolve()
@@ -299,7 +302,13 @@ Default mode only.`,
 				return nil
 			}
 			names := slices.Sorted(maps.Keys(before))
-			at, err := lab.WaitAvailableAgain(cmd.Context(), st.Kubeconfig, node, before, res.Start, timeout)
+			wait := lab.WaitAvailableAgain
+			if st.Kubelet {
+				// The handler is a pod its kubelet restarts; persistent
+				// profiles may have brought the policies back already.
+				wait = lab.WaitHandlerBack
+			}
+			at, err := wait(cmd.Context(), st.Kubeconfig, node, before, res.Start, timeout)
 			if err != nil {
 				return err
 			}

@@ -413,7 +413,13 @@ func execCommand(st *State, node string, args []string) (*exec.Cmd, error) {
 			}
 		}
 	}
-	return exec.Command("nsenter", append(append(ns, "--"), args...)...), nil
+	cmd := exec.Command("nsenter", append(append(ns, "--"), args...)...)
+	// nmcli on the node talks to the node's NetworkManager, as on a
+	// real node where the system bus is that node's.
+	if env := execEnv(n); env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	return cmd, nil
 }
 
 // Status describes a running lab: its state, whether each process is

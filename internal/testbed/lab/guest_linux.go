@@ -241,7 +241,7 @@ func (s *supervisor) bootGuest(ctx context.Context, kernel labvm.Kernel, nodes [
 		}
 	}
 	cfg := GuestConfig{Name: o.Name, Nodes: nodes, HandlerArgs: o.HandlerArgs, Token: token,
-		NodeRuntime: o.Nmstatectl != NoNodeRuntime, Cables: cables}
+		NodeRuntime: o.Nmstatectl != NoNodeRuntime, Cables: cables, Backend: o.Backend}
 	if cfg.NodeRuntime && o.Nmstatectl != o.Binary {
 		return nil, nil, fmt.Errorf("nmstatectl: guest mode runs the node runtime of the knmstate binary (or none), not %s", o.Nmstatectl)
 	}
@@ -258,6 +258,11 @@ func (s *supervisor) bootGuest(ctx context.Context, kernel labvm.Kernel, nodes [
 		Files:    map[string]string{guestBinary: o.Binary},
 		Data:     map[string][]byte{guestConfigPath: cfgJSON},
 		Command:  []string{guestBinary, "lab", "guest", "--config", guestConfigPath},
+	}
+	if o.Backend == BackendNetworkManager {
+		if err := addGuestNetworkManager(&img); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := img.Write(initrd); err != nil {
 		return nil, nil, err

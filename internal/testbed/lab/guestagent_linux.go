@@ -69,7 +69,7 @@ func RunGuest(ctx context.Context, configPath string) error {
 		return fmt.Errorf("guest agent: %w", err)
 	}
 	opts := Options{Name: cfg.Name, Dir: guestDir, Nodes: len(cfg.Nodes), Binary: exe, Nmstatectl: exe,
-		HandlerArgs: cfg.HandlerArgs, Kernel: KernelDebian}
+		HandlerArgs: cfg.HandlerArgs, Kernel: KernelDebian, Backend: cfg.Backend}
 	if !cfg.NodeRuntime {
 		opts.Nmstatectl = NoNodeRuntime
 	}
@@ -139,6 +139,9 @@ func (a *agent) build(ctx context.Context, teardown *[]func()) error {
 	}
 	s.step("switch namespace, bridge, dnsmasq", t)
 	if err := s.addNodes(ctx, sw, nodes, teardown); err != nil {
+		return err
+	}
+	if err := a.startNetworkManagers(ctx, nodes, teardown); err != nil {
 		return err
 	}
 	s.setPhase(PhaseNetworkReady, "")
@@ -324,7 +327,7 @@ func (a *agent) execCommand(r remoteexec.Request) (*exec.Cmd, error) {
 		return nil, err
 	}
 	cmd := exec.Command(r.Args[0], r.Args[1:]...)
-	cmd.Env = []string{"PATH=" + guestPath, "HOME=/root"}
+	cmd.Env = append([]string{"PATH=" + guestPath, "HOME=/root"}, a.nodeEnv(r.Target)...)
 	cmd.Dir = "/"
 	return cmd, nil
 }

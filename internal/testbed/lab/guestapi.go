@@ -53,6 +53,9 @@ type GuestConfig struct {
 	Cables []labvm.Cable `json:"cables,omitempty"`
 	// Token authorizes the supervisor's requests.
 	Token string `json:"token"`
+	// Backend is the nodes' network backend (Options.Backend): with
+	// networkmanager each node runs its own NetworkManager in the guest.
+	Backend string `json:"backend,omitempty"`
 }
 
 // guestStart is what the supervisor sends once the control plane runs.

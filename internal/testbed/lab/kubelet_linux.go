@@ -138,9 +138,18 @@ func (k *kubeletLab) prepareNode(n *NodeState) (*nodeinit.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", n.Name, err)
 	}
-	for _, d := range []string{"var/lib", "var/log", "sysctl", "etc/containerd", "etc/kubernetes", "etc/cni/net.d",
+	for _, d := range []string{"var/lib", "var/log", "var/k8s_nmstate", "var/tmp", "sysctl", "etc/containerd", "etc/kubernetes", "etc/cni/net.d",
 		filepath.Join("etc/containerd/certs.d", registryHost())} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "var/tmp"), 0o1777); err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	// /var/run and /var/lock lead to the node's /run, as on a machine.
+	for link, target := range map[string]string{"var/run": "../run", "var/lock": "../run/lock"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil && !os.IsExist(err) {
 			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 	}
@@ -180,8 +189,10 @@ func (k *kubeletLab) prepareNode(n *NodeState) (*nodeinit.Spec, error) {
 		Mounts: []nodeinit.Mount{
 			{Type: "proc", Target: "/proc"},
 			{Type: "tmpfs", Target: "/run", Data: "mode=755"},
-			{Source: filepath.Join(dir, "var/lib"), Target: "/var/lib"},
-			{Source: filepath.Join(dir, "var/log"), Target: "/var/log"},
+			// The node's whole /var is its own (lib, log, tmp, and the
+			// handler DaemonSet's /var/k8s_nmstate): a hostPath or a mount
+			// point below the machine's /var would be made on the machine.
+			{Source: filepath.Join(dir, "var"), Target: "/var"},
 		},
 		StatusFile: filepath.Join(dir, "init.json"),
 		StopGrace:  nodeinit.Duration(10 * time.Second),
@@ -199,13 +210,21 @@ func (k *kubeletLab) prepareNode(n *NodeState) (*nodeinit.Spec, error) {
 		spec.Mounts = append(spec.Mounts, nodeinit.Mount{Source: src, Target: "/proc/sys/" + key, ReadOnly: true})
 	}
 	env := []string{k.bins.daemonPath(), "HOME=/root"}
-	spec.Daemons = []nodeinit.Daemon{
+	if o.eth0ByNetworkManager() {
+		mounts, daemons, err := k.networkManagerNode(n, dir, env)
+		if err != nil {
+			return nil, err
+		}
+		spec.Mounts = append(spec.Mounts, mounts...)
+		spec.Daemons = daemons
+	}
+	spec.Daemons = append(spec.Daemons, []nodeinit.Daemon{
 		{Name: "containerd", Path: k.bins.Containerd, Args: []string{"--config=" + kn.containerdConfigPath()},
 			Env: env, Log: filepath.Join(dir, "containerd.log"), Ready: containerdSocket},
 		{Name: "kubelet", Path: k.bins.Kubelet, Args: kn.kubeletArgs(), Env: env, Log: filepath.Join(dir, "kubelet.log")},
 		{Name: "kube-proxy", Path: k.bins.KubeProxy, Args: []string{"--config=" + kn.proxyConfigPath()},
 			Env: env, Log: filepath.Join(dir, "kube-proxy.log")},
-	}
+	}...)
 	return spec, nil
 }
 
@@ -236,12 +255,14 @@ func (k *kubeletLab) startNodeInit(n *NodeState, spec *nodeinit.Spec) error {
 	p := &proc{name: "node-init/" + n.Name, where: "node " + n.Name + " (own PID namespace)", bin: k.s.opts.Binary,
 		args: []string{"lab", "node-init", "--spec", specPath}, logPath: filepath.Join(dir, "init.log"),
 		spawner: sp, cloneflags: unix.CLONE_NEWPID}
-	p.changed, p.stopped = k.s.publish, make(chan struct{})
+	// Its own cancel: lab reboot stops one node's init (supervisor.stop).
+	ctx, cancel := context.WithCancel(k.initCtx)
+	p.changed, p.stopped, p.cancel = k.s.publish, make(chan struct{}), cancel
 	k.s.mu.Lock()
 	k.s.procs = append(k.s.procs, p)
 	k.s.mu.Unlock()
 	k.initWG.Add(1)
-	go func() { defer k.initWG.Done(); p.run(k.initCtx) }()
+	go func() { defer k.initWG.Done(); defer cancel(); p.run(ctx) }()
 	return nil
 }
 
@@ -473,6 +494,7 @@ func (s *supervisor) buildKubelet(ctx context.Context, cancel context.CancelFunc
 		return err
 	}
 	k := &kubeletLab{s: s, bins: bins, env: env, sw: sw, nodes: nodes}
+	s.kubelet = k
 	k.initCtx, k.initCancel = context.WithCancel(s.procCtx)
 	*teardown = append(*teardown, func() {
 		if err := k.stopNodes(); err != nil {
@@ -515,6 +537,13 @@ func (s *supervisor) buildKubelet(ctx context.Context, cancel context.CancelFunc
 	s.state.Nodes = append([]NodeState(nil), nodes...)
 	s.mu.Unlock()
 	s.publish()
+	if o.eth0ByNetworkManager() {
+		if err := waitLeases(ctx, sw, nodes, time.Minute); err != nil {
+			return fmt.Errorf("%w (NetworkManager configures eth0: nodes/*/NetworkManager.log)", err)
+		}
+		s.step("NetworkManager on every node: eth0 configured by DHCP", t)
+		t = time.Now()
+	}
 	cidrs, err := k.waitRegistered(ctx, kube)
 	if err != nil {
 		return err

@@ -102,8 +102,10 @@ type Options struct {
 	// handler drives the kernel), or BackendNetworkManager: each node runs
 	// its own NetworkManager (private bus and state, internal/testbed/nmrun) that
 	// leaves eth0 to the node runtime, and its handler drives it
-	// (--backend networkmanager). Handler-process mode on this machine's
-	// kernel only.
+	// (--backend networkmanager). In kubelet mode each node runs a system
+	// bus and NetworkManager before containerd, NetworkManager owns eth0
+	// (kubelet_nm_linux.go) and the handler pods find it; in guest mode
+	// each guest node runs its NetworkManager in the guest (guest_nm_linux.go).
 	Backend string
 
 	// NoOVS asks for nodes without Open vSwitch in the default mode,
@@ -186,8 +188,6 @@ func (o Options) withDefaults() (Options, error) {
 	case o.Backend == "" || o.Backend == BackendKernel:
 	case o.Backend != BackendNetworkManager:
 		errs = append(errs, fmt.Errorf("backend: %q is not one of kernel, networkmanager", o.Backend))
-	case o.Kubelet || o.Kernel != "":
-		errs = append(errs, errors.New("backend: networkmanager runs in handler-process mode on this machine's kernel only (not with kubelet or guest mode)"))
 	}
 	if o.Nodes < 1 || o.Nodes > MaxNodes {
 		errs = append(errs, fmt.Errorf("nodes: %d is out of range 1..%d", o.Nodes, MaxNodes))

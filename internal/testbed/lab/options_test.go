@@ -28,7 +28,6 @@ func TestOptionsErrors(t *testing.T) {
 		{"unknown kernel", Options{Dir: "/tmp/x", Binary: "/bin/true", Kernel: "fedora", KernelCache: "/c"}, `kernel: "fedora" is not a kernel the lab knows (only "debian")`},
 		{"guest and kubelets", Options{Dir: "/tmp/x", Binary: "/bin/true", Kernel: KernelDebian, KernelCache: "/c", Kubelet: true, Images: "/i", KubeBinDir: "/k"}, "kernel: guest mode and kubelet mode do not combine"},
 		{"unknown backend", Options{Dir: "/tmp/x", Binary: "/bin/true", Backend: "systemd-networkd"}, `backend: "systemd-networkd" is not one of kernel, networkmanager`},
-		{"networkmanager in kubelet mode", Options{Dir: "/tmp/x", Binary: "/bin/true", Backend: BackendNetworkManager, Kubelet: true, Images: "/i", KubeBinDir: "/k"}, "backend: networkmanager runs in handler-process mode on this machine's kernel only (not with kubelet or guest mode)"},
 		{"tiny guest", Options{Dir: "/tmp/x", Binary: "/bin/true", Kernel: KernelDebian, KernelCache: "/c", GuestMemory: 128}, "guest: 128 MiB and 2 CPUs is too small"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

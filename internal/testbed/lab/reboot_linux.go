@@ -34,7 +34,8 @@ type RebootResult struct {
 	// Down is how long stopping its processes and removing its namespaces
 	// took; Up until its namespaces, NICs and DHCP lease were back (and its
 	// first boot's file applied, with FirstBootDir); Handler is when its
-	// handler started again.
+	// handler started again (kubelet mode: when its init started again,
+	// with the kubelet that restarts the handler's pod).
 	Down    Duration  `json:"down"`
 	Up      Duration  `json:"up"`
 	Handler time.Time `json:"handler"`
@@ -49,8 +50,8 @@ type RebootResult struct {
 // policies the node no longer shows. The handler's state directory
 // (checkpoints) is kept, as /var/lib is on a real node.
 func (s *supervisor) reboot(ctx context.Context, name string) (*RebootResult, error) {
-	if s.opts.Kubelet || s.opts.Kernel != "" || s.sw == nil || s.opts.Backend == BackendNetworkManager {
-		return nil, errors.New("lab reboot: only in the default mode on the kernel backend (nodes as namespaces, handlers as processes); kubelet mode, guest mode and NetworkManager nodes are not done")
+	if s.opts.Kernel != "" || s.sw == nil || (!s.opts.Kubelet && s.opts.Backend == BackendNetworkManager) {
+		return nil, errors.New("lab reboot: only in the default mode on the kernel backend (nodes as namespaces, handlers as processes) and in kubelet mode; guest mode and the default mode's NetworkManager nodes are not done")
 	}
 	s.rebootMu.Lock()
 	defer s.rebootMu.Unlock()
@@ -65,6 +66,9 @@ func (s *supervisor) reboot(ctx context.Context, name string) (*RebootResult, er
 
 	res := &RebootResult{Node: name, Start: time.Now()}
 	s.log.Info("rebooting node", "node", name)
+	if s.opts.Kubelet {
+		return res, s.rebootKubelet(ctx, idx, n, res)
+	}
 	handler := s.stop("handler/" + name)
 	s.stop("noded/" + name)
 	if n.OVSDB != "" {

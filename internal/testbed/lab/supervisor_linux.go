@@ -70,6 +70,8 @@ type supervisor struct {
 	ovsMu    sync.Mutex
 	ovs      map[string]*ovsrun.OVS
 	rebootMu sync.Mutex
+	// kubelet is kubelet mode's part (lab reboot restarts a node's init).
+	kubelet *kubeletLab
 	// handlerHelp is `knmstate handler --help`: the flags it has.
 	handlerHelp string
 	// env is the control plane (lab kill apiserver, etcd); faultMu

@@ -102,7 +102,7 @@ func (s *supervisor) newSwitch(ctx context.Context, nodes []NodeState, teardown 
 func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []NodeState, teardown *[]func()) error {
 	tn := time.Now()
 	dhcp := s.opts.Nmstatectl != "" && s.opts.Nmstatectl != NoNodeRuntime
-	if !dhcp {
+	if !dhcp && !s.opts.eth0ByNetworkManager() {
 		s.note("no node runtime (nmstatectl): eth0 addresses are installed statically (the address DHCP would give), no DHCP client runs")
 	}
 	withOVS, err := s.ovsAvailable()
@@ -129,7 +129,7 @@ func (s *supervisor) addNodes(ctx context.Context, sw *labnet.Switch, nodes []No
 	s.mu.Unlock()
 	s.publish()
 	s.step(fmt.Sprintf("%d node namespaces with eth0..eth2", len(nodes)), tn)
-	if dhcp {
+	if dhcp && !s.opts.eth0ByNetworkManager() {
 		tn = time.Now()
 		if err := waitLeases(ctx, sw, nodes, s.scale(time.Minute)); err != nil {
 			return err
@@ -165,6 +165,12 @@ func (s *supervisor) addNode(sw *labnet.Switch, n *NodeState, gw4 netip.Prefix, 
 	// A fixed MAC, so the switch's DHCP reservation finds the node.
 	if err := node.NS.Netlink.LinkSetHardwareAddr(eth0, n.mac()); err != nil {
 		return fmt.Errorf("node %s: eth0 MAC %s: %w", n.Name, n.mac(), err)
+	}
+	if s.opts.eth0ByNetworkManager() {
+		// The node's NetworkManager, once its init runs; eth0 stays
+		// unconfigured until then (it takes router advertisements
+		// itself): with an address from SLAAC it would only assume it.
+		return nil
 	}
 	// The primary NIC takes the switch's router advertisements (SLAAC and
 	// the IPv6 default route), as a DHCP-configured NIC does.
@@ -202,12 +208,24 @@ func (n *NodeState) mac() net.HardwareAddr {
 // waitLeases waits until every node's eth0 has its reserved IPv4 address
 // and a default route.
 func waitLeases(ctx context.Context, sw *labnet.Switch, nodes []NodeState, timeout time.Duration) error {
+	return waitNodeAddress(ctx, sw, nodes, "eth0", timeout)
+}
+
+// waitAddress waits until every node has its reserved IPv4 address and a
+// default route on whichever link (a NetworkManager node's persistent
+// profiles may have put eth0 under a bridge or bond).
+func waitAddress(ctx context.Context, sw *labnet.Switch, nodes []NodeState, timeout time.Duration) error {
+	return waitNodeAddress(ctx, sw, nodes, "", timeout)
+}
+
+// waitNodeAddress waits for the nodes' addresses on link ("" = any).
+func waitNodeAddress(ctx context.Context, sw *labnet.Switch, nodes []NodeState, link string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		var missing []string
 		for _, n := range nodes {
-			if !hasLease(n) {
+			if !hasLease(n, link) {
 				missing = append(missing, n.Name)
 			}
 		}
@@ -216,15 +234,19 @@ func waitLeases(ctx context.Context, sw *labnet.Switch, nodes []NodeState, timeo
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no DHCP lease on eth0 of %s (see nodes/*/noded.log and %s): %w", strings.Join(missing, ", "), sw.LogPath(), ctx.Err())
+			on := "on " + link + " "
+			if link == "" {
+				on = ""
+			}
+			return fmt.Errorf("no DHCP lease %sof %s (see nodes/*/noded.log and %s): %w", on, strings.Join(missing, ", "), sw.LogPath(), ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-// hasLease reports whether the node's eth0 has its address and a default
-// route.
-func hasLease(n NodeState) bool {
+// hasLease reports whether the node's link (eth0; "" = any) has its
+// address and a default route.
+func hasLease(n NodeState, link string) bool {
 	h, err := netns.GetFromName(n.NetNS)
 	if err != nil {
 		return false
@@ -235,9 +257,11 @@ func hasLease(n NodeState) bool {
 		return false
 	}
 	defer nl.Close()
-	l, err := nl.LinkByName("eth0")
-	if err != nil {
-		return false
+	var l netlink.Link
+	if link != "" {
+		if l, err = nl.LinkByName(link); err != nil {
+			return false
+		}
 	}
 	addrs, err := nl.AddrList(l, netlink.FAMILY_V4)
 	if err != nil {

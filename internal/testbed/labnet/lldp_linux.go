@@ -37,7 +37,15 @@ func (s *Switch) startLLDP(ctx context.Context) error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command(lldpdPath, "-d", "-u", sock, "-I", "n*")
+	// lldpd stays paused until the lldpcli it runs at start has read
+	// this file (-O), so its first LLDPDU already names the switch, not
+	// this machine's hostname (what a frame sent before a later
+	// `lldpcli configure` carried on a loaded machine).
+	conf := filepath.Join(dir, "lldpd.conf")
+	if err := os.WriteFile(conf, []byte("configure system hostname "+LLDPSystemName+"\nconfigure lldp tx-interval 5\n"), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command(lldpdPath, "-d", "-u", sock, "-I", "n*", "-O", conf)
 	cmd.Stdout, cmd.Stderr = log, log
 	release, err := s.NS.startKeptThread(cmd)
 	if err != nil {
@@ -77,5 +85,11 @@ func (s *Switch) startLLDP(ctx context.Context) error {
 			return fmt.Errorf("lldpd did not answer: %w", err)
 		}
 	}
-	return lldpcli("configure", "lldp", "tx-interval", "5")
+	if err := lldpcli("configure", "lldp", "tx-interval", "5"); err != nil {
+		return err
+	}
+	// lldpd resumes only when the lldpcli it runs itself succeeds, and it
+	// does not check that: in the qemu guest's lab it stayed paused, no
+	// LLDPDU ever left. Resuming here is a no-op where it did.
+	return lldpcli("resume")
 }

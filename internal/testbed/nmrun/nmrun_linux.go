@@ -43,6 +43,15 @@ type Options struct {
 	Unmanaged []string
 	// LogLevel is NetworkManager's log level ("" = INFO).
 	LogLevel string
+	// Supplicant starts wpa_supplicant on the private bus, in the
+	// namespace, for NetworkManager's 802.1X (supplicant_linux.go).
+	Supplicant bool
+	// OVS, when set, is the directory of a private Open vSwitch (ovsrun's
+	// Dir, which holds db.sock): NetworkManager then runs with its OVS
+	// device plugin (the build of OVSBuild: Debian's is built without
+	// it), and the directory is bound at /run/openvswitch of its mount
+	// namespace, where the plugin connects.
+	OVS string
 }
 
 // Instance is one running private bus and NetworkManager.
@@ -66,6 +75,9 @@ type Instance struct {
 	bus     *exec.Cmd
 	nm      *exec.Cmd
 	nmDone  chan struct{}
+	wpa     *exec.Cmd
+	// ovsBuild is the NetworkManager with the OVS plugin (Options.OVS).
+	ovsBuild *Build
 }
 
 // Start starts the bus and NetworkManager and waits until NetworkManager
@@ -82,13 +94,19 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 		LibDir:     filepath.Join(opts.Dir, "lib"),
 		Log:        filepath.Join(opts.Dir, "NetworkManager.log"),
 	}
-	for _, d := range []string{in.KeyfileDir, in.RunDir, in.LibDir, filepath.Join(opts.Dir, "conf.d"), filepath.Join(opts.Dir, "sysconf.d")} {
+	for _, d := range []string{in.KeyfileDir, in.RunDir, in.LibDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("nmrun: %w", err)
 		}
 	}
-	if err := in.writeConfigs(); err != nil {
+	var err error
+	if err = in.writeConfigs(); err != nil {
 		return nil, err
+	}
+	if opts.OVS != "" {
+		if in.ovsBuild, err = OVSBuild(); err != nil {
+			return nil, err
+		}
 	}
 	sp, err := newSpawner(opts.NetNS)
 	if err != nil {
@@ -96,6 +114,9 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 	}
 	in.spawner = sp
 	if err := in.startBus(); err != nil {
+		return in, err
+	}
+	if err := in.startSupplicant(ctx); err != nil {
 		return in, err
 	}
 	if err := in.startNM(ctx); err != nil {
@@ -107,11 +128,21 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 func (in *Instance) busSocket() string { return filepath.Join(in.opts.Dir, "bus.sock") }
 
 func (in *Instance) writeConfigs() error {
+	if err := WriteBusConfig(filepath.Join(in.opts.Dir, "bus.conf"), in.busSocket()); err != nil {
+		return err
+	}
+	return WriteConfig(in.opts.Dir, Config{KeyfileDir: in.KeyfileDir, Unmanaged: in.opts.Unmanaged, LogLevel: in.opts.LogLevel})
+}
+
+// WriteBusConfig writes a dbus-daemon configuration of a system bus that
+// listens on socket and lets every local client own and call anything
+// (the bus serves one NetworkManager and its clients, all root).
+func WriteBusConfig(path, socket string) error {
 	bus := `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>system</type>
-  <listen>unix:path=` + in.busSocket() + `</listen>
+  <listen>unix:path=` + socket + `</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
     <allow user="*"/>
@@ -121,15 +152,42 @@ func (in *Instance) writeConfigs() error {
   </policy>
 </busconfig>
 `
+	if err := os.WriteFile(path, []byte(bus), 0o600); err != nil {
+		return fmt.Errorf("nmrun: %w", err)
+	}
+	return nil
+}
+
+// Config is what NetworkManager.conf says beyond the fixed isolation
+// settings.
+type Config struct {
+	// KeyfileDir is the persistent profile directory ([keyfile] path).
+	KeyfileDir string
+	// Unmanaged lists interface names (globs) NetworkManager leaves alone.
+	Unmanaged []string
+	// LogLevel is NetworkManager's log level ("" = INFO).
+	LogLevel string
+}
+
+// WriteConfig writes dir/NetworkManager.conf and makes the empty
+// configuration directories (conf.d, sysconf.d) that Command points
+// NetworkManager at, so no file of the machine's /etc/NetworkManager or
+// /usr/lib/NetworkManager is read.
+func WriteConfig(dir string, c Config) error {
+	for _, d := range []string{filepath.Join(dir, "conf.d"), filepath.Join(dir, "sysconf.d")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("nmrun: %w", err)
+		}
+	}
 	unmanaged := ""
-	if len(in.opts.Unmanaged) > 0 {
+	if len(c.Unmanaged) > 0 {
 		var specs []string
-		for _, n := range in.opts.Unmanaged {
+		for _, n := range c.Unmanaged {
 			specs = append(specs, "interface-name:"+n)
 		}
 		unmanaged = "unmanaged-devices=" + strings.Join(specs, ";") + "\n"
 	}
-	level := in.opts.LogLevel
+	level := c.LogLevel
 	if level == "" {
 		level = "INFO"
 	}
@@ -146,15 +204,12 @@ dhcp=internal
 hostname-mode=none
 
 [keyfile]
-path=` + in.KeyfileDir + `
+path=` + c.KeyfileDir + `
 ` + unmanaged + `
 [logging]
 level=` + level + `
 `
-	if err := os.WriteFile(filepath.Join(in.opts.Dir, "bus.conf"), []byte(bus), 0o600); err != nil {
-		return fmt.Errorf("nmrun: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(in.opts.Dir, "NetworkManager.conf"), []byte(conf), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "NetworkManager.conf"), []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("nmrun: %w", err)
 	}
 	return nil
@@ -190,27 +245,58 @@ type devNull struct{}
 
 func (devNull) Write(p []byte) (int, error) { return len(p), nil }
 
-// nmScript prepares NetworkManager's private mount namespace (the child
-// was created with one) and execs it: a tmpfs /run (the machine's /run
-// has no NetworkManager directory, and NetworkManager's pid file and
-// resolv.conf copy must not land there), our run and lib directories bound
-// over the compile-time paths, and a sysfs of this network namespace that
-// is read-only at /sys (NetworkManager then does not wait for udev, which
-// does not see links of other namespaces) but writable below /sys/devices
-// (where it writes bridge port options).
-const nmScript = `set -e
+// runScript gives NetworkManager (the child was created with a mount
+// namespace of its own) a tmpfs /run (the machine's /run has no
+// NetworkManager directory, and NetworkManager's pid file and resolv.conf
+// copy must not land there) and our run and lib directories bound over the
+// compile-time paths.
+const runScript = `set -e
 mount -t tmpfs -o mode=0755 knmstate-run /run
 mkdir -p /run/NetworkManager
 mount --bind "$KNM_RUN" /run/NetworkManager
 mount --bind "$KNM_LIB" /var/lib/NetworkManager
+`
+
+// sysfsScript mounts a sysfs of this network namespace that is read-only
+// at /sys (NetworkManager then does not wait for udev, which does not see
+// links of other namespaces) but writable below /sys/devices (where it
+// writes bridge and bridge port options and sriov_numvfs), then execs
+// NetworkManager ($KNM_NM) with the configuration of WriteConfig in
+// $KNM_DIR. Read-only is the /sys mount's flag, not the superblock's: a
+// namespace's sysfs mounts share one superblock, and `mount -o ro` of the
+// first made every later mount of it read-only too (NetworkManager's
+// bridge VLAN and port option writes failed with EROFS). With $KNM_OVS:
+// the OVS directory at /run/openvswitch and the OVS build's plugin
+// directory over the compile-time one (Debian's plugins are not built for
+// that binary).
+const sysfsScript = `set -e
 umount -l /sys
-mount -t sysfs -o ro sysfs /sys
-mkdir /run/knmstate-sys
-mount -t sysfs sysfs /run/knmstate-sys
-mount --bind /run/knmstate-sys/devices /sys/devices
-exec NetworkManager --no-daemon --config="$KNM_DIR/NetworkManager.conf" --config-dir="$KNM_DIR/conf.d" \
+mount -t sysfs sysfs /sys
+mount --bind /sys/devices /sys/devices
+mount -o remount,bind,ro /sys
+if [ -n "$KNM_OVS" ]; then
+  mkdir -p /run/openvswitch
+  mount --bind "$KNM_OVS" /run/openvswitch
+  mount --bind "$KNM_PLUGINS" "$KNM_PLUGIN_DIR"
+fi
+exec "$KNM_NM" --no-daemon --debug --config="$KNM_DIR/NetworkManager.conf" --config-dir="$KNM_DIR/conf.d" \
   --system-config-dir="$KNM_DIR/sysconf.d" --state-file="$KNM_DIR/NetworkManager.state"
 `
+
+// Command is how NetworkManager starts with the configuration of
+// WriteConfig in dir and the bus at bus: the shell with the arguments and
+// environment returned, in a mount namespace of its own (the caller
+// unshares it: syscall.CLONE_NEWNS), where the shell mounts /sys as
+// sysfsScript says and execs
+// NetworkManager. A lab node in kubelet mode, whose /run and
+// /var/lib are its own already, starts it so; Start adds runScript.
+func Command(dir, bus string) (path string, args, env []string) {
+	return "/bin/sh", []string{"-c", sysfsScript}, []string{
+		"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+		"DBUS_SYSTEM_BUS_ADDRESS=" + bus,
+		"KNM_DIR=" + dir, "KNM_NM=NetworkManager",
+	}
+}
 
 func (in *Instance) startNM(ctx context.Context) error {
 	logf, err := os.OpenFile(in.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -218,11 +304,12 @@ func (in *Instance) startNM(ctx context.Context) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command("/bin/sh", "-c", nmScript)
-	cmd.Env = []string{
-		"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-		"DBUS_SYSTEM_BUS_ADDRESS=" + in.Bus,
-		"KNM_DIR=" + in.opts.Dir, "KNM_RUN=" + in.RunDir, "KNM_LIB=" + in.LibDir,
+	path, args, env := Command(in.opts.Dir, in.Bus)
+	args[1] = runScript + args[1]
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(env, "KNM_RUN="+in.RunDir, "KNM_LIB="+in.LibDir)
+	if b := in.ovsBuild; b != nil {
+		cmd.Env = append(cmd.Env, "KNM_NM="+b.NetworkManager, "KNM_OVS="+in.opts.OVS, "KNM_PLUGINS="+b.Plugins, "KNM_PLUGIN_DIR="+b.PluginDir)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// A new mount namespace (Go makes its mounts private before exec).
@@ -329,6 +416,7 @@ func (in *Instance) Stop() error {
 		return nil
 	}
 	err := in.StopNM()
+	in.stopSupplicant()
 	if in.bus != nil && in.bus.Process != nil {
 		_ = in.bus.Process.Kill()
 		_ = in.bus.Wait()

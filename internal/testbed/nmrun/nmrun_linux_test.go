@@ -63,6 +63,11 @@ func TestStartIsIsolated(t *testing.T) {
 		t.Errorf("the machine's links changed: %v, before %v", got, linksBefore)
 	}
 
+	// Its log is ours (the fresh /run has no syslog socket).
+	if data, err := os.ReadFile(in.Log); err != nil || !strings.Contains(string(data), "NetworkManager") {
+		t.Errorf("NetworkManager's log %s is empty or unreadable (%v)", in.Log, err)
+	}
+
 	// Stopping ends both processes, by PID.
 	nmPID, busPID := in.nm.Process.Pid, in.bus.Process.Pid
 	if err := in.Stop(); err != nil {

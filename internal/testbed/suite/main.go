@@ -186,6 +186,8 @@ var hostPaths = []string{
 	"/etc/kubernetes",
 	"/etc/cni/net.d",
 	"/var/lib/containerd",
+	// The handler DaemonSet's hostPath of upstream's lock directory.
+	"/var/k8s_nmstate",
 }
 
 // absentHostPaths are the hostPaths missing before the suite starts.

@@ -43,6 +43,9 @@ type Image struct {
 	// Users are system users besides root (a daemon's privilege-separation
 	// user), each with a group of the same name and id.
 	Users []User
+	// Dirs are empty directories (mode 0755) besides the guest's own
+	// (a daemon's compile-time state directory, a mount point).
+	Dirs []string
 }
 
 // User is a system user of the guest.
@@ -121,7 +124,7 @@ func (im Image) Write(path string) error {
 			return fmt.Errorf("guest image: %w", err)
 		}
 	}
-	for _, d := range []string{"/proc", "/sys", "/dev", "/run", "/tmp", "/root", BusyboxDir} {
+	for _, d := range append([]string{"/proc", "/sys", "/dev", "/run", "/tmp", "/root", BusyboxDir}, im.Dirs...) {
 		if err := a.AddDir(d, 0o755); err != nil {
 			return fmt.Errorf("guest image: %w", err)
 		}

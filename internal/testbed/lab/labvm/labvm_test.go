@@ -126,7 +126,7 @@ func TestImageWrite(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "initrd")
 	im := Image{Kernel: k, Data: map[string][]byte{"/etc/app.json": []byte(`{"a":1}`)},
-		Command: []string{"/bin/sh", "-c", "echo hi"}}
+		Command: []string{"/bin/sh", "-c", "echo hi"}, Dirs: []string{"/var/lib/app"}}
 	if err := im.Write(out); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestImageWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"init\x00", "bin/sh\x00", "usr/libexec/busybox\x00", `{"a":1}`,
+		"init\x00", "bin/sh\x00", "usr/libexec/busybox\x00", `{"a":1}`, "var/lib/app\x00",
 		"etc/labvm/command\x00", "/bin/sh\n-c\necho hi\n",
 		"virtio_ring.ko\nvirtio.ko\nvirtio_pci.ko\nvirtio_net.ko\nvirtio_rng.ko\n",
 		"module virtio_net",

@@ -193,9 +193,13 @@ func (in *initProc) start(d *daemon) error {
 	// No parent-death signal: the daemons die with the node's PID
 	// namespace when the init ends, and a signal tied to the forking
 	// thread would kill them at random.
+	sys := &syscall.SysProcAttr{Setsid: true}
+	if d.PrivateMounts {
+		// Go makes every mount of the new namespace private before exec.
+		sys.Unshareflags = syscall.CLONE_NEWNS
+	}
 	p, err := os.StartProcess(d.Path, append([]string{d.Path}, d.Args...), &os.ProcAttr{
-		Dir: dir, Env: env, Files: []*os.File{null, log, log},
-		Sys: &syscall.SysProcAttr{Setsid: true},
+		Dir: dir, Env: env, Files: []*os.File{null, log, log}, Sys: sys,
 	})
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", d.Name, err)

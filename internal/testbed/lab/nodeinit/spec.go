@@ -52,6 +52,11 @@ type Daemon struct {
 	Ready string `json:"ready,omitempty"`
 	// ReadyTimeout bounds the wait for Ready; default 60s.
 	ReadyTimeout Duration `json:"readyTimeout,omitempty"`
+	// PrivateMounts starts the daemon in a mount namespace of its own,
+	// copied from the node's with every mount private: what it mounts
+	// stays its own, and the node's later mounts (containers') do not
+	// reach it (NetworkManager's sysfs).
+	PrivateMounts bool `json:"privateMounts,omitempty"`
 }
 
 // Duration is a time.Duration written as a string ("10s") in JSON.
