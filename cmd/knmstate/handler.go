@@ -43,6 +43,7 @@ type handlerOptions struct {
 	metrics         scrape.Options
 	backend         string
 	dbusAddress     string
+	memoryOnly      bool
 	persist         bool
 }
 
@@ -94,7 +95,8 @@ dial from the handler process's own namespace.`,
 	f.DurationVar(&o.lockLease, "node-lock-lease", handler.DefaultLockLeaseDuration, "node lock lease duration: a handler that stops without releasing the lock is replaced within it")
 	f.StringVar(&o.backend, "backend", "auto", "backend: kernel (netlink), networkmanager (NetworkManager over D-Bus), or auto (networkmanager when NetworkManager is on the bus; for another --netns only with --dbus-address)")
 	f.StringVar(&o.dbusAddress, "dbus-address", "", "D-Bus address of NetworkManager's system bus (default: the system bus)")
-	f.BoolVar(&o.persist, "persist-profiles", false, "networkmanager backend: save profiles to disk (default: in memory, gone after a reboot)")
+	f.BoolVar(&o.memoryOnly, "memory-only-profiles", false, "networkmanager backend: keep profiles in memory (absent interfaces go down, no profile deleted; all gone after a reboot, before the handler can reach the API again)")
+	f.BoolVar(&o.persist, "persist-profiles", false, "no-op, kept for manifests: profiles are saved to disk unless --memory-only-profiles")
 	handler.BindPolicyFlags(f, &o.policy)
 	scrape.BindFlags(f, &o.metrics, true)
 	return cmd
@@ -118,27 +120,27 @@ func (o *handlerOptions) handlerOptions(dialNetNSSet bool) (handler.Options, err
 	// setting it here, in the command, keeps the library code free of it.
 	ctrllog.SetLogger(log)
 	opts := handler.Options{
-		Node:            o.node,
-		Config:          cfg,
-		NetNS:           o.netns,
-		ResolvConf:      o.resolvConf,
-		UTSNS:           o.utsNS,
-		OVSDB:           o.ovsdb,
-		OVSDatapath:     o.ovsDatapath,
-		DialNetNS:       dial,
-		StateDir:        o.stateDir,
-		RuntimeStateDir: o.runtimeStateDir,
-		Backend:         o.backend,
-		DBusAddress:     o.dbusAddress,
-		PersistProfiles: o.persist,
-		Resync:          o.resync,
-		Debounce:        o.debounce,
-		Filter:          &handler.FilterOptions{UnmanagedVeth: o.unmanagedVeth},
-		Labels:          o.labels,
-		ReadyFile:       o.readyFile,
-		Log:             log,
-		Policy:          o.policy,
-		Metrics:         o.metrics,
+		Node:               o.node,
+		Config:             cfg,
+		NetNS:              o.netns,
+		ResolvConf:         o.resolvConf,
+		UTSNS:              o.utsNS,
+		OVSDB:              o.ovsdb,
+		OVSDatapath:        o.ovsDatapath,
+		DialNetNS:          dial,
+		StateDir:           o.stateDir,
+		RuntimeStateDir:    o.runtimeStateDir,
+		Backend:            o.backend,
+		DBusAddress:        o.dbusAddress,
+		MemoryOnlyProfiles: o.memoryOnly,
+		Resync:             o.resync,
+		Debounce:           o.debounce,
+		Filter:             &handler.FilterOptions{UnmanagedVeth: o.unmanagedVeth},
+		Labels:             o.labels,
+		ReadyFile:          o.readyFile,
+		Log:                log,
+		Policy:             o.policy,
+		Metrics:            o.metrics,
 	}
 	if o.lockNamespace != "" {
 		id := o.lockIdentity

@@ -173,6 +173,18 @@ func TestImportRules(t *testing.T) {
 		direct: true,
 		why:    "netlink types never leave pkg/backend/kernel (STYLE #6): add a function there that speaks net/netip",
 	}, {
+		// The NetworkManager backend reads the kernel (ethtool link
+		// modes, MPTCP endpoints) through the kernel backend it holds,
+		// so one package owns the namespace's sockets.
+		name:     "the NetworkManager backend reads the kernel through pkg/backend/kernel",
+		patterns: []string{"./pkg/backend/nm"},
+		from:     func(p string) bool { return under(p, "pkg/backend/nm") },
+		bad: func(p string) bool {
+			return isNetlink(p) || strings.HasPrefix(p, "github.com/mdlayher/") || strings.HasPrefix(p, "github.com/vishvananda/")
+		},
+		direct: true,
+		why:    "kernel sockets (netlink, generic netlink, namespaces) belong to pkg/backend/kernel: add a method there",
+	}, {
 		name:     "the product does not link the testbed",
 		patterns: []string{"./..."},
 		from: func(p string) bool {

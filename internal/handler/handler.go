@@ -64,9 +64,11 @@ type Options struct {
 	Backend string
 	// DBusAddress is NetworkManager's bus ("" = the system bus).
 	DBusAddress string
-	// PersistProfiles saves NetworkManager profiles to disk (default: in
-	// memory, the rebootless ephemeral mode).
-	PersistProfiles bool
+	// MemoryOnlyProfiles keeps NetworkManager profiles in memory (the
+	// rebootless ephemeral mode, nmstate's --memory-only: absent
+	// interfaces become down, no profile deleted, all gone after a
+	// reboot). The default saves them to disk, as upstream does.
+	MemoryOnlyProfiles bool
 	// DialNetNS is the network namespace API connections are dialed from,
 	// as a hostNetwork pod reaches the API through its node's network; ""
 	// = the process's own namespace, without switching.

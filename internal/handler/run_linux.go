@@ -102,7 +102,8 @@ func run(ctx context.Context, opts Options) error {
 	var pb PolicyBackend = ob
 	nmVersion := ""
 	if useNM(ctx, opts) {
-		nb, err := nm.Open(ctx, nm.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, ResolvConf: opts.ResolvConf, Bus: opts.DBusAddress, Persist: opts.PersistProfiles})
+		nb, err := nm.Open(ctx, nm.Options{NetNS: opts.NetNS, UTSNS: opts.UTSNS, HostnameFile: kopts.HostnameFile, ResolvConf: opts.ResolvConf, Bus: opts.DBusAddress, MemoryOnly: opts.MemoryOnlyProfiles,
+			OVSDB: opts.OVSDB, OVSDatapath: opts.OVSDatapath})
 		if err != nil {
 			return fmt.Errorf("handler %s: %w", opts.Node, err)
 		}

@@ -28,6 +28,26 @@ const (
 	handlerReadyFile  = "/tmp/healthy"
 )
 
+// Host paths the handler shares with the node's network daemons, each
+// mounted at the same path in the container, as upstream's DaemonSet
+// mounts them (docs/networkmanager.md, "On a node").
+const (
+	// HostDBusDir holds the system bus socket, system_bus_socket:
+	// NetworkManager's bus (--backend auto finds NetworkManager there).
+	HostDBusDir = "/run/dbus"
+	// HostSystemBus is the system bus's address inside the container
+	// (DBUS_SYSTEM_BUS_ADDRESS): the image has no /var/run link to /run,
+	// where D-Bus clients look by default.
+	HostSystemBus = "unix:path=" + HostDBusDir + "/system_bus_socket"
+	// HostOVSDir holds the Open vSwitch database's socket, db.sock (the
+	// handler's default --ovsdb).
+	HostOVSDir = "/run/openvswitch"
+	// HostNmstateDir is upstream's handler directory (its node lock
+	// file, handler_lock); knmstate's node lock is a Lease and writes
+	// nothing there.
+	HostNmstateDir = "/var/k8s_nmstate"
+)
+
 // HandlerRBAC is the per-node handler's identity: it reports its node's
 // network state (NodeNetworkState) and enacts policies on its node
 // (enactments). It never writes policies or their status (the controller is
@@ -163,6 +183,9 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+							// For the handler and for nmstatectl run in the
+							// pod (kubectl exec) alike.
+							{Name: "DBUS_SYSTEM_BUS_ADDRESS", Value: HostSystemBus},
 						},
 						SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
 						Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: handlerMetricsPort}},
@@ -184,6 +207,9 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "state", MountPath: handlerStateDir},
 							{Name: "resolv-conf", MountPath: handlerResolvConf},
+							{Name: "dbus", MountPath: HostDBusDir},
+							{Name: "ovs", MountPath: HostOVSDir},
+							{Name: "nmstate-lock", MountPath: HostNmstateDir},
 						},
 					}},
 					Volumes: []corev1.Volume{
@@ -192,6 +218,22 @@ func HandlerDaemonSet(p Params) *appsv1.DaemonSet {
 						// settings handed to it).
 						{Name: "state", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/knmstate", Type: &hostPathDir}}},
 						{Name: "resolv-conf", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/resolv.conf", Type: &hostPathFile}}},
+						// The bus socket's directory, not the socket
+						// (upstream mounts the socket, type Socket): a
+						// node without NetworkManager has no socket, and
+						// type Socket would keep the pod from starting
+						// there (an unchecked type would make kubelet
+						// create a directory in the socket's place);
+						// the directory also shows a socket made after
+						// the pod started (a bus restarted, a node whose
+						// bus comes up late), where a bind of the socket
+						// file would keep the dead one.
+						{Name: "dbus", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: HostDBusDir, Type: &hostPathDir}}},
+						// OVSDB's socket directory; empty where the node
+						// has no Open vSwitch (OVS states are refused
+						// until a database listens).
+						{Name: "ovs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: HostOVSDir, Type: &hostPathDir}}},
+						{Name: "nmstate-lock", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: HostNmstateDir, Type: &hostPathDir}}},
 					},
 				},
 			},

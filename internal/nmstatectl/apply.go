@@ -26,12 +26,17 @@ type applyOptions struct {
 	// node's state right before it is applied.
 	files []string
 	// timeout is the checkpoint timeout in seconds (--timeout).
-	timeout    int
-	noVerify   bool
-	noCommit   bool
-	dryRun     bool
+	timeout  int
+	noVerify bool
+	noCommit bool
+	dryRun   bool
+	// memoryOnly is nmstate's --memory-only: absent interfaces become
+	// down and NetworkManager profiles stay in memory (no profile
+	// deleted, gone after a reboot). Without it profiles are saved to
+	// disk, as upstream's nmstatectl saves them.
 	memoryOnly bool
-	// persist saves NetworkManager profiles to disk (default: in memory).
+	// persist is the former opt-in to saving profiles, now the default:
+	// accepted and ignored.
 	persist bool
 	// kernel is upstream's -k/--kernel (kernel only, no NetworkManager):
 	// what this engine always does, accepted for scripts.
@@ -61,7 +66,7 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 				fmt.Fprintln(cmd.ErrOrStderr(), "set is deprecated, use apply")
 			}
 			o.node, o.stateDir, o.files, o.reexec = g.node(), g.stateDir, args, g.reexec
-			o.node.persist = o.persist
+			o.node.memoryOnly = o.memoryOnly
 			if o.kernel {
 				o.node.backend = backendKernel
 			}
@@ -79,9 +84,9 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.noCommit, "no-commit", false, "leave the checkpoint pending for commit or rollback")
 	f.IntVar(&o.timeout, "timeout", int(apply.DefaultTimeout/time.Second), "seconds until an uncommitted checkpoint rolls back")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan and change nothing")
-	f.BoolVar(&o.memoryOnly, "memory-only", false, "do not remove anything persistent: absent interfaces become down")
+	f.BoolVar(&o.memoryOnly, "memory-only", false, "do not make the state persistent: absent interfaces become down; networkmanager backend: profiles in memory, none deleted, gone after a reboot")
 	f.BoolVarP(&o.kernel, "kernel", "k", false, "kernel only, without NetworkManager (same as --backend kernel)")
-	f.BoolVar(&o.persist, "persist", false, "networkmanager backend: save profiles to disk (default: in memory, gone after a reboot)")
+	f.BoolVar(&o.persist, "persist", false, "no-op, kept for scripts: profiles are saved to disk unless --memory-only")
 	f.BoolVarP(&o.showSecrets, "show-secrets", "s", false, "print secrets in the applied state instead of hiding them")
 	return cmd
 }

@@ -28,7 +28,7 @@ func newEditCmd(g *globalOptions) *cobra.Command {
 			"reported and kept, so the edit is not lost.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.node, o.stateDir, o.reexec = g.node(), g.stateDir, g.reexec
-			o.node.persist = persist
+			o.node.memoryOnly = o.memoryOnly
 			return runEdit(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args)
 		},
 	}
@@ -37,8 +37,8 @@ func newEditCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.noCommit, "no-commit", false, "leave the checkpoint pending for commit or rollback")
 	f.IntVar(&o.timeout, "timeout", int(apply.DefaultTimeout/time.Second), "seconds until an uncommitted checkpoint rolls back")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan and change nothing")
-	f.BoolVar(&o.memoryOnly, "memory-only", false, "do not remove anything persistent: absent interfaces become down")
-	f.BoolVar(&persist, "persist", false, "networkmanager backend: save profiles to disk")
+	f.BoolVar(&o.memoryOnly, "memory-only", false, "do not make the state persistent: absent interfaces become down; networkmanager backend: profiles in memory, none deleted, gone after a reboot")
+	f.BoolVar(&persist, "persist", false, "no-op, kept for scripts: profiles are saved to disk unless --memory-only")
 	return cmd
 }
 

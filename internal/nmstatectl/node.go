@@ -27,9 +27,10 @@ type nodeAddr struct {
 	// heard: "lldp" under the state directory.
 	lldpDir string
 	// backend is auto, kernel or networkmanager; bus NetworkManager's
-	// D-Bus address ("" = the system bus); persist writes profiles to disk.
+	// D-Bus address ("" = the system bus); memoryOnly keeps profiles in
+	// memory (default: saved to disk).
 	backend, bus string
-	persist      bool
+	memoryOnly   bool
 	// ovsdb is the Open vSwitch database socket, ovsDatapath the datapath
 	// of new bridges (kernel backend).
 	ovsdb, ovsDatapath string
@@ -124,7 +125,7 @@ func openShow(ctx context.Context, n nodeAddr) (apply.Backend, func(), error) {
 		return nil, nil, err
 	}
 	if which == backendNM {
-		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, ResolvConf: n.resolvConf, Bus: n.bus, Persist: n.persist})
+		b, err := nm.Open(ctx, n.nmOptions())
 		if err != nil {
 			return nil, nil, fmt.Errorf("opening the node: %w", err)
 		}
@@ -136,6 +137,17 @@ func openShow(ctx context.Context, n nodeAddr) (apply.Backend, func(), error) {
 	}
 	b := openOVS(ctx, kb, n)
 	return b, func() { b.Close(); kb.Close() }, nil
+}
+
+// nmOptions are the NetworkManager backend's options for the node: its
+// OVS database as the kernel backend's node would use it (openOVS).
+func (n nodeAddr) nmOptions() nm.Options {
+	addr := n.ovsdb
+	if addr == "" {
+		addr = ovsdb.DefaultAddress
+	}
+	return nm.Options{NetNS: n.netns, UTSNS: n.utsNS, HostnameFile: n.hostnameFile, ResolvConf: n.resolvConf, Bus: n.bus, MemoryOnly: n.memoryOnly,
+		OVSDB: addr, OVSDatapath: n.ovsDatapath}
 }
 
 // openKernel opens the kernel backend for a node.
@@ -165,7 +177,7 @@ func openNode(ctx context.Context, n nodeAddr, stateDir string, warn io.Writer) 
 		return nil, nil, err
 	}
 	if which == backendNM {
-		b, err := nm.Open(ctx, nm.Options{NetNS: n.netns, UTSNS: n.utsNS, ResolvConf: n.resolvConf, Bus: n.bus, Persist: n.persist})
+		b, err := nm.Open(ctx, n.nmOptions())
 		if err != nil {
 			return nil, nil, fmt.Errorf("opening the node: %w", err)
 		}
