@@ -148,6 +148,10 @@ for dir in web web/plugin; do
 	fi
 done
 
+# NetworkManager with its OVS plugin (Debian's is built without): the
+# tests that drive Open vSwitch through NetworkManager (hack/nm-ovs.sh).
+hack/nm-ovs.sh
+
 # controller-gen is installed from its own module at a pinned version, so its
 # dependencies never move the Kubernetes pin above.
 controller_tools=v0.21.0

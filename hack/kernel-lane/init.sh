@@ -34,12 +34,14 @@ done </etc/lane/modules
 say MODULES $modfail
 ip link set lo up
 
-# Each line: binary name and the directory to run it in (the package's
-# directory, holding a copy of its testdata, as go test would).
-while read -r bin dir; do
+# Each line: binary name, the directory to run it in (the package's
+# directory, holding a copy of its testdata, as go test would) and
+# optionally the package's own -test.run pattern.
+while read -r bin dir run; do
 	[ -n "$bin" ] || continue
+	[ -n "$run" ] || run=$LANE_TEST_RUN
 	say BEGIN "$bin"
-	(cd "$dir" && HOME=/tmp TMPDIR=/tmp "./$bin" -test.v -test.timeout "$LANE_TEST_TIMEOUT" ${LANE_TEST_RUN:+-test.run "$LANE_TEST_RUN"})
+	(cd "$dir" && HOME=/tmp TMPDIR=/tmp "./$bin" -test.v -test.timeout "$LANE_TEST_TIMEOUT" ${run:+-test.run "$run"} ${LANE_TEST_BENCH:+-test.bench "$LANE_TEST_BENCH" -test.benchtime "$LANE_TEST_BENCHTIME"})
 	say RESULT "$bin" $?
 done </etc/lane/tests
 say DONE "uptime=$(cut -d" " -f1 /proc/uptime)"

@@ -21,7 +21,11 @@
 #   KERNEL_LANE_SMP           guest CPUs (2)
 #   KERNEL_LANE_MEM           guest memory in MiB (1024)
 #   KERNEL_LANE_PACKAGES      space-separated packages instead of the packages file
-#   KERNEL_LANE_RUN           -test.run pattern of each binary (all tests when unset)
+#   KERNEL_LANE_TAGS          build tags added to qemu (nmlane: the NetworkManager scenarios)
+#   KERNEL_LANE_RUN           -test.run pattern of each binary (unset: the packages
+#                             file's pattern of the package, else all tests)
+#   KERNEL_LANE_BENCH         -test.bench pattern of each binary (no benchmarks when unset)
+#   KERNEL_LANE_BENCHTIME     -test.benchtime with KERNEL_LANE_BENCH (1x)
 #   KERNEL_LANE_KEEP          keep the work dir (initramfs, serial log) if set
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -86,6 +90,8 @@ install -m 0755 "$lane/init.sh" "$root/init"
 {
 	printf 'LANE_TEST_TIMEOUT=%q\n' "$test_timeout"
 	printf 'LANE_TEST_RUN=%q\n' "${KERNEL_LANE_RUN:-}"
+	printf 'LANE_TEST_BENCH=%q\n' "${KERNEL_LANE_BENCH:-}"
+	printf 'LANE_TEST_BENCHTIME=%q\n' "${KERNEL_LANE_BENCHTIME:-1x}"
 } >"$root/etc/lane/env"
 
 # Test binaries: one per listed package, run in a copy of its directory's
@@ -93,7 +99,7 @@ install -m 0755 "$lane/init.sh" "$root/init"
 testlist=$root/etc/lane/tests
 : >"$testlist"
 pkgs=()
-while read -r p _; do
+while read -r p run _; do
 	[[ -z $p || $p == \#* ]] && continue
 	p=${p#./}
 	if [[ ! -d $p ]]; then
@@ -103,14 +109,17 @@ while read -r p _; do
 	bin=$(echo "$p" | tr '/.' '__').test
 	mkdir -p "$root/pkg/$p"
 	# make test vets without the tag; the qemu-only files are vetted here.
-	go vet -tags qemu "./$p" </dev/null
-	CGO_ENABLED=0 go test -c -tags qemu -o "$root/pkg/$p/$bin" "./$p" </dev/null
+	go vet -tags "qemu${KERNEL_LANE_TAGS:+,$KERNEL_LANE_TAGS}" "./$p" </dev/null
+	CGO_ENABLED=0 go test -c -tags "qemu${KERNEL_LANE_TAGS:+,$KERNEL_LANE_TAGS}" -o "$root/pkg/$p/$bin" "./$p" </dev/null
 	if [[ ! -f $root/pkg/$p/$bin ]]; then
 		log "skip $p: no test files"
 		continue
 	fi
 	[[ -d $p/testdata ]] && cp -r "$p/testdata" "$root/pkg/$p/testdata"
-	echo "$bin /pkg/$p" >>"$testlist"
+	# A package's own -test.run pattern (the packages file's second
+	# field) unless KERNEL_LANE_RUN gives one for all.
+	[[ -n ${KERNEL_LANE_RUN:-} ]] && run=
+	echo "$bin /pkg/$p ${run:-}" >>"$testlist"
 	pkgs+=("$p")
 done < <(if [[ -n ${KERNEL_LANE_PACKAGES:-} ]]; then tr ' ' '\n' <<<"$KERNEL_LANE_PACKAGES"; else cat "$lane/packages"; fi)
 ((${#pkgs[@]})) || die "no test binaries built (check $lane/packages)"
@@ -136,10 +145,19 @@ host_args=()
 while read -r p; do
 	host_args+=(-host-path "$p")
 done < <(printf '%s\n' "${host_paths[@]}" | sort -u)
+# NetworkManager for the NetworkManager backend's tests (internal/testbed/
+# nmrun runs a private one per namespace): nm_programs in nm.sh.
+# shellcheck source=hack/kernel-lane/nm.sh
+. "$lane/nm.sh"
+nm_args=()
+while read -r p; do
+	nm_args+=(-program "$p")
+done < <(nm_programs)
+nm_tree "$root"
 initrd=$work/initrd.cpio
 go run ./hack/initramfs -out "$initrd" -kernel-dir "$kdir" -modules "$lane/modules" \
 	-module-dir /lib/modules -module-list /etc/lane/modules \
-	"${host_args[@]}" -program /usr/sbin/wpa_supplicant -tree "$root" </dev/null
+	"${host_args[@]}" -program /usr/sbin/wpa_supplicant "${nm_args[@]}" -tree "$root" </dev/null
 log "initramfs $(du -h "$initrd" | cut -f1) ($(elapsed)s)"
 
 # ---- 3. boot ----------------------------------------------------------------

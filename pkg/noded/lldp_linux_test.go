@@ -136,7 +136,9 @@ func TestLLDPNeighborsReported(t *testing.T) {
 	}
 	setLLDP(true)
 	var text string
-	eventually(t, 30*time.Second, func() string {
+	// lldpd's first frame comes within its tx interval, late on a
+	// loaded machine (30 s was not enough once with make test's lanes).
+	eventually(t, 90*time.Second, func() string {
 		l := lldpOf("eth1")
 		if !*l.Enabled || len(l.Neighbors) != 1 {
 			return fmt.Sprintf("eth1 lldp enabled %v with %d neighbours, want 1", *l.Enabled, len(l.Neighbors))

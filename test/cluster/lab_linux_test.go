@@ -157,6 +157,12 @@ func newLab(t *testing.T, tag string, nodes int) *cluster {
 func startLab(ctx context.Context, tag string, nodes int, owned func(*suite.Lab)) (*cluster, error) {
 	opts := lab.Options{Name: "c" + strconv.Itoa(os.Getpid()) + tag, Nodes: nodes, Heartbeat: time.Second, HandlerArgs: handlerArgs,
 		Kubelet: kit.Kubelet}
+	return startLabWith(ctx, opts, owned)
+}
+
+// startLabWith is startLab with the lab's options given.
+func startLabWith(ctx context.Context, opts lab.Options, owned func(*suite.Lab)) (*cluster, error) {
+	nodes := opts.Nodes
 	l, err := kit.Up(ctx, opts)
 	owned(l)
 	if err != nil {

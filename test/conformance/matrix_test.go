@@ -34,6 +34,13 @@ type fileSupport struct {
 	// have, a daemon, a clash with the lab's network.
 	notThroughHandler string
 	throughHandler    bool
+	// nm is where a scenario with the file runs through the
+	// NetworkManager backend (its lane; -1 = none) and noNM why not.
+	nm   Lane
+	noNM string
+	// nmBy is the test that runs the file's scenario through
+	// NetworkManager when the generic runs do not (Scenario.NMBy).
+	nmBy string
 }
 
 // classify turns the scenario table into one row per example file: a file
@@ -44,7 +51,7 @@ func classify() []fileSupport {
 	byFile := map[string]*fileSupport{}
 	get := func(f string) *fileSupport {
 		if byFile[f] == nil {
-			byFile[f] = &fileSupport{file: f, lane: -1}
+			byFile[f] = &fileSupport{file: f, lane: -1, nm: -1}
 		}
 		return byFile[f]
 	}
@@ -62,6 +69,12 @@ func classify() []fileSupport {
 			}
 			if fs.lane == -1 || s.Lane < fs.lane {
 				fs.lane = s.Lane
+			}
+			switch why := s.nmSkip(); {
+			case why == "" && (fs.nm == -1 || s.Lane < fs.nm):
+				fs.nm, fs.nmBy = s.Lane, s.NMBy
+			case why != "" && fs.noNM == "":
+				fs.noNM = why
 			}
 			fs.scenarios = append(fs.scenarios, fmt.Sprintf("%s (%s: %s)", s.Name, s.Lane, strings.Join(s.Steps, " → ")))
 			if !contains(fs.needs, s.Needs) {
@@ -97,6 +110,40 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// nmSkip is why the NetworkManager backend's conformance tests do not
+// pass s ("" = they do): TestHostExamplesNetworkManager,
+// TestOVSExamplesNetworkManager and TestQemuExamplesNetworkManager.
+func (s Scenario) nmSkip() string {
+	switch {
+	case s.NoNM != "":
+		return s.NoNM
+	case s.NMBy != "":
+		return "" // supported: run by s.NMBy
+	case s.NMKnown != "":
+		return s.NMKnown
+	case s.Lane == QemuLane && s.OVS:
+		return "the qemu lane runs OVS scenarios on the OVS backend only"
+	case s.NIC != "":
+		return "eth1 is a " + s.NIC + " NIC, which only the kernel backend's conformance node has (pkg/backend/nm TestSRIOVOnNetdevsimThroughNetworkManager covers SR-IOV through NetworkManager)"
+	}
+	return ""
+}
+
+// throughNM is the matrix's NetworkManager backend column.
+func throughNM(r fileSupport) string {
+	switch {
+	case r.nm == -1:
+		return "no: " + r.noNM
+	case r.nmBy != "":
+		return "yes: host, by `" + r.nmBy + "`"
+	case r.ovs:
+		return "yes: host (NetworkManager's OVS plugin)"
+	case r.nm == HostLane:
+		return "yes: host and qemu lane"
+	}
+	return "yes: qemu lane"
 }
 
 // ovsThroughHandler is the handler column of the OVS scenarios.
@@ -169,19 +216,27 @@ func renderMatrix() []byte {
 	w("interfaces, the datapath) besides netlink. The qemu lane (`make test-kernel`) runs them\n")
 	w("on the kernel datapath: its initramfs carries Debian's OVS programs and the openvswitch\n")
 	w("module is loaded.\n\n")
-	handler := 0
+	handler, nm := 0, 0
 	for _, r := range append(append([]fileSupport{}, host...), qemu...) {
 		if r.throughHandler {
 			handler++
 		}
+		if r.nm != -1 {
+			nm++
+		}
 	}
 	w("Summary: %d supported on the host kernel (%d of them with Open vSwitch), %d supported\n", len(host), countOVS(host), len(qemu))
-	w("in the qemu lane (`make test-kernel`, Debian's full kernel), %d of them through the handler; %d not yet supported.\n\n", handler, len(not))
+	w("in the qemu lane (`make test-kernel`, Debian's full kernel), %d of them through the handler; %d not yet supported.\n", handler, len(not))
+	w("Of the %d supported on the kernel backend, %d are supported on the NetworkManager backend too\n", len(host)+len(qemu), nm)
+	w("(column *NetworkManager backend*: the same scenarios and checks through `pkg/backend/nm` and a\n")
+	w("private NetworkManager 1.42 per node, plus NetworkManager's own view of each interface:\n")
+	w("`TestHostExamplesNetworkManager`, `TestOVSExamplesNetworkManager`, and in the qemu lane\n")
+	w("`TestQemuExamplesNetworkManager`; the host scenarios run in the qemu lane as well).\n\n")
 	section := func(title, intro string, rs []fileSupport) {
 		w("## %s (%d)\n\n%s\n\n", title, len(rs), intro)
-		w("| File | Scenarios (steps in order) | Kernel features | Through the handler |\n|---|---|---|---|\n")
+		w("| File | Scenarios (steps in order) | Kernel features | Through the handler | NetworkManager backend |\n|---|---|---|---|---|\n")
 		for _, r := range rs {
-			w("| `%s` | %s | %s | %s |\n", r.file, strings.Join(r.scenarios, "; "), strings.Join(r.needs, "; "), throughHandler(r))
+			w("| `%s` | %s | %s | %s | %s |\n", r.file, strings.Join(r.scenarios, "; "), strings.Join(r.needs, "; "), throughHandler(r), throughNM(r))
 		}
 		w("\n")
 	}

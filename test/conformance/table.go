@@ -46,8 +46,17 @@ type Scenario struct {
 	// veths.
 	NIC string
 	// NoNM, when set, says why the NetworkManager backend's tests
-	// (nm_host_test.go) do not run the scenario.
+	// (nm_host_test.go, nm_qemu_test.go) do not run the scenario.
 	NoNM string
+	// NMKnown, when set, is why the scenario fails through the
+	// NetworkManager backend today: its NetworkManager test then expects
+	// the failure (and fails once it is gone), and the support matrix's
+	// NetworkManager column says so.
+	NMKnown string
+	// NMBy, when set, names the test that runs the scenario through
+	// the NetworkManager backend with what the generic runs lack (an
+	// authenticator): those skip it, the matrix's column names the test.
+	NMBy string
 	// NoHandler, when set, says why test/e2e does not run the scenario
 	// through the handler (the support matrix prints it).
 	NoHandler string
@@ -95,12 +104,12 @@ var Scenarios = []Scenario{
 	{Name: "route-rule", Steps: []string{"eth1_add_route_rule.yml", "eth1_del_all_route_rules.yml"}, Lane: HostLane, Needs: "policy routing (FIB rules)"},
 	{Name: "static-hostname", Steps: []string{"static_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace"},
 	// The hostname from DHCP: pkg/noded's TestDHCPHostnameWhenConfigEmpty.
-	{Name: "dynamic-hostname", Steps: []string{"static_hostname.yml", "dynamic_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace, static hostname file (the node runtime sets the DHCP hostname)", NoNM: whyDynHostNM},
+	{Name: "dynamic-hostname", Steps: []string{"static_hostname.yml", "dynamic_hostname.yml"}, Lane: HostLane, Needs: "UTS namespace, static hostname file (the node runtime sets the DHCP hostname)"},
 	// The supplicant runs without an authenticator here (the examples'
 	// certificates do not exist); ieee8021x_linux_test.go authenticates
 	// both against hostapd.
-	{Name: "802.1x-tls", Steps: []string{"eth1_with_ieee_802_1x.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab, NoNM: why8021xNM},
-	{Name: "802.1x-peap", Steps: []string{"eth1_with_ieee_802_1x_peap.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab, NoNM: why8021xNM},
+	{Name: "802.1x-tls", Steps: []string{"eth1_with_ieee_802_1x.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab, NMBy: "TestIEEE8021XGuardedPortNetworkManager"},
+	{Name: "802.1x-peap", Steps: []string{"eth1_with_ieee_802_1x_peap.yml"}, Lane: HostLane, Needs: "wpa_supplicant (wired driver)", NoHandler: why8021xLab, NMBy: "TestIEEE8021XGuardedPortNetworkManager"},
 
 	{Name: "ovs-bridge", Steps: []string{"ovsbridge_create.yml", "ovsbridge_delete.yml"}, Lane: HostLane, OVS: true, Needs: ovsNeeds,
 		NotThroughHandler: "it puts 192.0.2.1/24 on ovs0, the lab gateway's address: the handler's gateway probe fails and the apply is rolled back, as it must be (TestExamples applies upstream's ovs-bridge-iface.yaml instead)"},
@@ -109,16 +118,18 @@ var Scenarios = []Scenario{
 	{Name: "ovs-patch", Steps: []string{"ovsbridge_patch_create.yml", "ovsbridge_patch_delete.yml"}, Lane: HostLane, OVS: true, Needs: ovsNeeds + " (patch ports)"},
 
 	{Name: "linux-bridge-port-vlan", Steps: []string{"linuxbrige_eth1_up_port_vlan.yml", "linuxbrige_eth1_absent.yml"}, Lane: QemuLane, Needs: "bridge VLAN filtering"},
-	{Name: "ipvlan", Steps: []string{"ipvlan_create.yml", "ipvlan_absent.yml"}, Lane: QemuLane, Needs: "ipvlan"},
+	{Name: "ipvlan", Steps: []string{"ipvlan_create.yml", "ipvlan_absent.yml"}, Lane: QemuLane, Needs: "ipvlan", NoNM: whyIPVLANNM},
 	{Name: "vlan", Steps: []string{"vlan101_eth1_up.yml", "vlan101_eth1_absent.yml"}, Lane: QemuLane, Needs: "8021q"},
 	{Name: "vlan-down", Steps: []string{"vlan101_eth1_up.yml", "vlan101_eth1_down.yml", "vlan101_eth1_absent.yml"}, Lane: QemuLane, Needs: "8021q"},
 	{Name: "vrf", Steps: []string{"vrf0_with_eth1.yml", "vrf0_absent.yml"}, Lane: QemuLane, Needs: "vrf"},
-	{Name: "bond", Steps: []string{"bond_port_up.yml", "bond_port_absent.yml"}, Lane: QemuLane, Needs: "bonding (per-port queue_id, prio)"},
-	{Name: "hsr", Steps: []string{"hsr0_up.yml", "hsr0_absent.yml"}, Lane: QemuLane, Needs: "hsr (PRP; module built by hack/kernel-lane/extmod.sh)"},
+	{Name: "bond", Steps: []string{"bond_port_up.yml", "bond_port_absent.yml"}, Lane: QemuLane, Needs: "bonding (per-port queue_id, prio)",
+		NMKnown: "its ports-config priority is NetworkManager's bond-port.prio, added in 1.44 (backported to 1.42.8); 1.42.4 answers 'bond-port.prio: unknown property' and the checkpoint rolls back"},
+	{Name: "hsr", Steps: []string{"hsr0_up.yml", "hsr0_absent.yml"}, Lane: QemuLane, Needs: "hsr (PRP; module built by hack/kernel-lane/extmod.sh)", NoNM: whyHSRNM},
 	{Name: "sr-iov", Steps: []string{"eth1_with_sriov.yml"}, Lane: QemuLane, NIC: NICNetdevsim, Needs: "SR-IOV VFs (netdevsim, built by hack/kernel-lane/extmod.sh)"},
 	// MKA runs (wpa_supplicant, driver macsec_linux) without a peer here;
 	// macsec_qemu_test.go secures traffic with one.
-	{Name: "macsec", Steps: []string{"macsec0_up.yml", "macsec0_absent.yml"}, Lane: QemuLane, Needs: "macsec; MKA by wpa_supplicant (macsec_linux driver)", NoHandler: whyMKALab},
+	{Name: "macsec", Steps: []string{"macsec0_up.yml", "macsec0_absent.yml"}, Lane: QemuLane, Needs: "macsec; MKA by wpa_supplicant (macsec_linux driver)", NoHandler: whyMKALab,
+		NMKnown: "its port 0 is outside NetworkManager's macsec.port range 1..65534 (nmcli 1.42: '0' is out of range [1, 65534]); the profile leaves NetworkManager's default, 1, so verification finds port 1 (MKA itself runs through NetworkManager's wpa_supplicant)"},
 	{Name: "bond-bridge-vlan", Steps: []string{"bond_linuxbridge_vlan_up.yml", "bond_linuxbridge_vlan_absent.yml"}, Lane: QemuLane, Needs: "bonding, bridge, 8021q"},
 }
 
@@ -129,8 +140,8 @@ const ovsNeeds = "Open vSwitch over OVSDB (userspace datapath; kernel datapath i
 const (
 	why8021xLab   = "the lab's handlers run without a supplicant directory (a wpa_supplicant they start would outlive lab down)"
 	whyMKALab     = why8021xLab
-	why8021xNM    = "NetworkManager runs 802.1X through wpa_supplicant's D-Bus service, which the tests' private NetworkManager bus does not have; the kernel backend runs its own"
-	whyDynHostNM  = "hostname config \"\" (HostnameDynamic) is the kernel backend's: the NetworkManager backend has no static hostname file yet"
+	whyIPVLANNM   = "NetworkManager 1.42 has no ipvlan setting (added in 1.52): the NetworkManager backend cannot make an ipvlan interface"
+	whyHSRNM      = "NetworkManager 1.42 has no hsr setting (added in 1.46): the NetworkManager backend cannot make an hsr interface"
 	whyDPDK       = "DPDK: needs a DPDK-capable NIC and an Open vSwitch built with DPDK; the OVS backend refuses `dpdk` settings with an error naming DPDK (TestOVSDPDKRefused)"
 	whyInfiniBand = "InfiniBand IPoIB pkey children need InfiniBand hardware (base mlx5_ib0)"
 	whyIPsec      = "IPsec connections are Libreswan (pluto) configuration, not kernel links: an external daemon we chose not to run yet (per node a pluto with its own NSS database, plus an IKEv2 responder peer handing out the address these examples take by DHCP over IKE)"

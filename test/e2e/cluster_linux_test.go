@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/knmstate/knmstate/internal/testbed/lab"
 )
 
 // TestNodes: kubectl sees the lab's three nodes, Ready, with the labels
@@ -62,7 +65,8 @@ func TestNodeNetworkStates(t *testing.T) {
 		out := c.kubectl.Must(t, "get", "nns", n.Name, "-o", "json")
 		var nns struct {
 			Status struct {
-				CurrentState struct {
+				HostNetworkManagerVersion string `json:"hostNetworkManagerVersion"`
+				CurrentState              struct {
 					Interfaces []struct {
 						Name string `json:"name"`
 						IPv4 struct {
@@ -103,6 +107,12 @@ func TestNodeNetworkStates(t *testing.T) {
 		}
 		if want := n.Address + "/24"; !slices.Contains(reported["eth0"], want) {
 			t.Errorf("node %s: nns eth0 IPv4 %v lacks the DHCP address %s", n.Name, reported["eth0"], want)
+		}
+		// As upstream reports it: NetworkManager's version where the
+		// handler drives it, "none" on the kernel backend.
+		v := nns.Status.HostNetworkManagerVersion
+		if nm := c.state.Backend() == lab.BackendNetworkManager; nm && !regexp.MustCompile(`^1\.[0-9]+\.[0-9]+`).MatchString(v) || !nm && v != "none" {
+			t.Errorf("node %s: hostNetworkManagerVersion %q on a lab of backend %s", n.Name, v, c.state.Backend())
 		}
 	}
 }
@@ -179,6 +189,10 @@ func TestLabStatus(t *testing.T) {
 	if c.kubelet {
 		// knmstate runs as pods: the lab runs the nodes' inits.
 		want = []string{"node-init/node01", "node-init/node02", "node-init/node03", "noded/node01"}
+		if *backend == lab.BackendNetworkManager {
+			// NetworkManager, inside each node's init, owns eth0.
+			want = want[:3]
+		}
 	}
 	if c.fullKernel {
 		want = append(want, "qemu", "guest: qemu (TCG), Debian kernel", "guest (netns ")

@@ -36,10 +36,8 @@ type example struct {
 	outcome
 	// nodes the policy selects.
 	nodes []string
-	// feature is part of the Failing message of a degraded example;
-	// nmFeature, when set, replaces it on a lab whose nodes run
-	// NetworkManager (-e2e.backend networkmanager), which fails earlier.
-	feature, nmFeature string
+	// feature is part of the Failing message of a degraded example.
+	feature string
 	// check asserts the nodes carry the policy's configuration
 	// (available).
 	check func(t *testing.T)
@@ -222,8 +220,7 @@ interfaces:
 	// Kernel features this machine's kernel lacks: Degraded here, applied
 	// on the guest's kernel (-tags qemu, make test-kernel).
 	{file: "bond.yaml", policy: "bond", outcome: degraded, nodes: allNodes,
-		nmFeature: "interfaces[name=bond0]: type: the NetworkManager backend does not configure bond interfaces yet",
-		feature:   "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
+		feature: "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
 			for _, n := range allNodes {
 				l := bond(t, n, "bond0", "balance-rr", 140, "eth1", "eth2")
 				if l["bond0"].Address != l["eth1"].Address {
@@ -233,8 +230,7 @@ interfaces:
 			}
 		}, cleanup: cleanupBond}},
 	{file: "bond-vlan.yaml", policy: "bond-vlan", outcome: degraded, nodes: allNodes,
-		nmFeature: "interfaces[name=bond0]: type: the NetworkManager backend does not configure bond interfaces yet",
-		feature:   "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
+		feature: "bond0: kernel has no bonding support (module bonding)", full: &expectation{check: func(t *testing.T) {
 			for _, n := range allNodes {
 				bond(t, n, "bond0", "balance-rr", 140, "eth1", "eth2")
 				vlanOn(t, n, "bond0.102", "bond0", 102)
@@ -243,16 +239,14 @@ interfaces:
 			}
 		}, cleanup: "interfaces:\n- {name: bond0.102, type: vlan, state: absent}\n" + bondGone}},
 	{file: "vlan.yaml", policy: "vlan", outcome: degraded, nodes: allNodes,
-		nmFeature: "interfaces[name=eth1.102]: type: the NetworkManager backend does not configure vlan interfaces yet",
-		feature:   "eth1.102: kernel has no 802.1q vlan support (module 8021q)", full: &expectation{check: func(t *testing.T) {
+		feature: "eth1.102: kernel has no 802.1q vlan support (module 8021q)", full: &expectation{check: func(t *testing.T) {
 			for _, n := range allNodes {
 				vlanOn(t, n, "eth1.102", "eth1", 102)
 				vlanLease(t, n, "eth1.102", 102)
 			}
 		}, cleanup: "interfaces:\n- {name: eth1.102, type: vlan, state: absent}\n" + strings.TrimPrefix(resetEth1, "\ninterfaces:\n")}},
 	{file: "vrf.yaml", policy: "vrf", outcome: degraded, nodes: []string{"node01"},
-		nmFeature: "interfaces[name=vrf102]: type: the NetworkManager backend does not configure vrf interfaces yet",
-		feature:   "vrf102: kernel has no vrf support (module vrf)", full: &expectation{check: func(t *testing.T) {
+		feature: "vrf102: kernel has no vrf support (module vrf)", full: &expectation{check: func(t *testing.T) {
 			l := links(t, "node01")
 			if v := l["vrf102"]; v.LinkInfo.Kind != "vrf" || v.LinkInfo.Data["table"] != float64(102) {
 				t.Errorf("node01: vrf102 is a %q with %v, want a vrf on table 102", v.LinkInfo.Kind, v.LinkInfo.Data)
@@ -288,9 +282,9 @@ interfaces:
 `}},
 	// Open vSwitch: each node of the default mode has its own (userspace
 	// datapath); elsewhere the handler has no OVS database and says so (on
-	// NetworkManager nodes: NetworkManager's backend does not make OVS).
+	// NetworkManager nodes without OVS too).
 	{file: "ovs-bridge.yaml", policy: "ovs-bridge", nodes: allNodes, ovs: true,
-		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces", check: func(t *testing.T) {
+		check: func(t *testing.T) {
 			for _, n := range allNodes {
 				ovsBridgeWithPorts(t, n, "br1", "false", "eth1")
 				if d := ovsVsctl(t, n, "get", "Bridge", "br1", "external_ids:knmstate-description"); d != `"ovs bridge with eth1 as a port"` {
@@ -300,7 +294,7 @@ interfaces:
 		}, cleanup: cleanupOVS},
 	// Its bridge runs STP: ovs0's DHCP lease comes once the ports forward.
 	{file: "ovs-bridge-iface.yaml", policy: "ovs-bridge-iface", nodes: allNodes, ovs: true,
-		nmFeature: "interfaces[name=br1]: the NetworkManager backend does not create ovs-bridge interfaces", check: func(t *testing.T) {
+		check: func(t *testing.T) {
 			for _, n := range allNodes {
 				ovsBridgeWithPorts(t, n, "br1", "true", "eth1", "ovs0")
 				if typ := ovsVsctl(t, n, "get", "Interface", "ovs0", "type"); typ != "internal" {

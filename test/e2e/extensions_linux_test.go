@@ -352,12 +352,8 @@ func TestDrift(t *testing.T) {
 	// Each figure includes starting a kubectl (tens of milliseconds).
 	t.Logf("FIGURE drift: ip link del → enactment Drifted %v, policy Drifted %v (kubectl wait, each started after the deletion)",
 		toEnactment.Round(time.Millisecond), toPolicy.Round(time.Millisecond))
-	// The acceptance is 1 s; the suite shares the machine with other
-	// work, so it only fails when the report is so late that it cannot
-	// have come from the kernel's event.
-	if limit := 5 * time.Second * c.slowdown; toPolicy > limit {
-		t.Errorf("drift reported after %v (enactment) and %v (policy), want well within %v", toEnactment, toPolicy, limit)
-	}
+	// A figure, not an assertion (no timing assertions in tests): the
+	// bench measures it; here the waits' timeout bounds it.
 	msg := c.kubectl.Must(t, "get", nnce, "-o", `jsonpath={.status.conditions[?(@.type=="Drifted")].message}`)
 	if !strings.Contains(msg, "br-drift") {
 		t.Errorf("enactment's Drifted message %q does not name br-drift", msg)
@@ -372,6 +368,12 @@ func TestDrift(t *testing.T) {
 	c.kubectl.Must(t, "annotate", "nncp", policy, "knmstate.io/enforce=true")
 	for i := 1; i <= 2; i++ {
 		if i == 2 {
+			// The first repair's enactment settles first: a deletion
+			// during that apply is a different story (its verification
+			// fails and it rolls back).
+			if err := policyReaches(t, policy, "Available", availableTimeout); err != nil {
+				t.Fatal(err)
+			}
 			deleted = time.Now()
 			c.lab.MustExec(t, node, "ip", "link", "del", "br-drift")
 		}

@@ -11,7 +11,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 	"github.com/knmstate/knmstate/internal/testbed/testenv"
 	"github.com/knmstate/knmstate/pkg/nmstate"
 	"github.com/knmstate/knmstate/test/conformance"
@@ -114,7 +113,10 @@ func checkNetworkManagerHolds(t *testing.T, node string, step []byte) {
 		if ifc.State != "" && ifc.State != nmstate.StateUp {
 			continue
 		}
-		out, err := nmrun.Nmcli(context.Background(), bus, "-g", "GENERAL.STATE,GENERAL.CONNECTION", "device", "show", ifc.Name)
+		// Through lab exec, as an administrator asks on the node: its
+		// nmcli reaches the node's NetworkManager in every lab mode (in
+		// guest mode the bus is the guest's).
+		out, err := c.lab.Exec(context.Background(), node, "", "nmcli", "-g", "GENERAL.STATE,GENERAL.CONNECTION", "device", "show", ifc.Name)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if err != nil || len(lines) < 2 || !strings.HasPrefix(lines[0], "100") || lines[1] == "" {
 			errs = append(errs, fmt.Errorf("%s: not connected by NetworkManager: %q (%v)", ifc.Name, out, err))
@@ -132,6 +134,10 @@ func nodeResolvConf(t *testing.T, node string) string {
 	t.Helper()
 	for _, n := range c.state.Nodes {
 		if n.Name == node && n.NetworkManagerResolvConf != "" {
+			if c.state.Guest != nil {
+				// The file is the guest's.
+				return c.lab.MustExec(t, node, "sh", "-c", "cat "+n.NetworkManagerResolvConf+" 2>/dev/null || true")
+			}
 			data, err := os.ReadFile(n.NetworkManagerResolvConf)
 			if err != nil && !os.IsNotExist(err) {
 				t.Fatal(err)

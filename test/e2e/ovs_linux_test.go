@@ -138,9 +138,9 @@ func eth0Lease(t *testing.T, node string) string {
 // through br-ex all along: the enactments become Available and the
 // NodeNetworkStates show br-ex with the address, both written through it.
 // The reset gives eth0 its address and default route back. On a lab whose
-// nodes have no OVS (kubelet and guest modes) the policy is Degraded
-// saying there is no OVS database (on NetworkManager nodes: that its
-// backend makes no OVS), and eth0 keeps its address.
+// nodes have no OVS (kubelet and guest modes, NetworkManager nodes) the
+// policy is Degraded saying there is no OVS database, and eth0 keeps its
+// address.
 func TestPrimaryNICOVSBrEx(t *testing.T) {
 	requirePolicies(t)
 	before := map[string]string{}
@@ -155,7 +155,7 @@ func TestPrimaryNICOVSBrEx(t *testing.T) {
 		}
 		want := "the OVS database is not reachable"
 		if c.state.Backend() == lab.BackendNetworkManager {
-			want = "the NetworkManager backend does not create ovs-bridge interfaces"
+			want = "the NetworkManager backend has no Open vSwitch database for this node"
 		}
 		// The first node to fail says why; the rollout aborts the others
 		// (maxUnavailable), whose Failing message is empty.
