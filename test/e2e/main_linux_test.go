@@ -105,7 +105,9 @@ func upCluster(k *suite.Kit) (*cluster, error) {
 	if cl.policyFlags {
 		opts.HandlerArgs = handlerArgs
 	}
-	wantOVS := *withOVS && !cl.kubelet && !cl.fullKernel && *backend != lab.BackendNetworkManager
+	// Guest nodes have Open vSwitch on the NetworkManager backend only
+	// (lab.Options.NoOVS).
+	wantOVS := *withOVS && !cl.kubelet && (!cl.fullKernel || *backend == lab.BackendNetworkManager)
 	opts.NoOVS = !wantOVS
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute*cl.slowdown)
 	defer cancel()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/knmstate/knmstate/internal/testbed/initramfs"
 	"github.com/knmstate/knmstate/internal/testbed/lab/labvm"
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
@@ -242,6 +243,13 @@ func (s *supervisor) bootGuest(ctx context.Context, kernel labvm.Kernel, nodes [
 	}
 	cfg := GuestConfig{Name: o.Name, Nodes: nodes, HandlerArgs: o.HandlerArgs, Token: token,
 		NodeRuntime: o.Nmstatectl != NoNodeRuntime, Cables: cables, Backend: o.Backend}
+	var nmOVS *nmrun.Build
+	if o.Backend == BackendNetworkManager && !o.NoOVS {
+		if nmOVS, err = networkManagerOVSBuild(o); err != nil {
+			return nil, nil, fmt.Errorf("guest NetworkManager nodes with Open vSwitch: %w; or ask for a lab without it with --no-ovs", err)
+		}
+		cfg.NMOVSBuild = filepath.Dir(nmOVS.NetworkManager)
+	}
 	if cfg.NodeRuntime && o.Nmstatectl != o.Binary {
 		return nil, nil, fmt.Errorf("nmstatectl: guest mode runs the node runtime of the knmstate binary (or none), not %s", o.Nmstatectl)
 	}
@@ -260,7 +268,7 @@ func (s *supervisor) bootGuest(ctx context.Context, kernel labvm.Kernel, nodes [
 		Command:  []string{guestBinary, "lab", "guest", "--config", guestConfigPath},
 	}
 	if o.Backend == BackendNetworkManager {
-		if err := addGuestNetworkManager(&img); err != nil {
+		if err := addGuestNetworkManager(&img, nmOVS); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/knmstate/knmstate/internal/testbed/lab/labvm"
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
+	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 )
 
 // Guest mode with the NetworkManager backend: every node of the guest runs
@@ -35,8 +37,10 @@ func nmPluginDir() (string, error) {
 // versioned directory (each with its own libraries), files-only name
 // service for dbus-daemon's credential look-ups, a machine id
 // (NetworkManager derives stable ids from it) and the compile-time state
-// directory nmrun binds each node's own over.
-func addGuestNetworkManager(img *labvm.Image) error {
+// directory nmrun binds each node's own over. With ovs, each node's Open
+// vSwitch too (the programs ovsrun and the tests run, its schema) and the
+// NetworkManager with its OVS plugin, at this machine's paths.
+func addGuestNetworkManager(img *labvm.Image, ovs *nmrun.Build) error {
 	dir, err := nmPluginDir()
 	if err != nil {
 		return err
@@ -58,8 +62,29 @@ func addGuestNetworkManager(img *labvm.Image) error {
 	// Private to the guest, the same in every lab.
 	img.Data["/etc/machine-id"] = []byte("6b6e6d73746174656c616267756573a0\n")
 	img.Dirs = append(img.Dirs, "/var/lib/NetworkManager", "/etc/NetworkManager")
+	if ovs == nil {
+		return nil
+	}
+	for _, p := range guestOVSPrograms {
+		path, err := exec.LookPath(p)
+		if err != nil {
+			return fmt.Errorf("guest Open vSwitch: %w (Debian's openvswitch-switch; make setup installs it)", err)
+		}
+		img.Programs = append(img.Programs, path)
+	}
+	img.Programs = append(img.Programs, ovs.NetworkManager, filepath.Join(ovs.Plugins, "libnm-device-plugin-ovs.so"))
+	if img.Files == nil {
+		img.Files = map[string]string{}
+	}
+	pd := filepath.Join(filepath.Dir(ovs.NetworkManager), "plugindir")
+	img.Files[pd] = pd
+	img.Files[ovsrun.DefaultSchema] = ovsrun.DefaultSchema
 	return nil
 }
+
+// guestOVSPrograms are what a guest node's Open vSwitch runs (ovsrun) and
+// what the tests ask it with (lab exec NODE -- ovs-vsctl).
+var guestOVSPrograms = []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl"}
 
 // startNetworkManagers starts each guest node's NetworkManager once the
 // nodes and their leases are up, before the agent reports the network

@@ -6,16 +6,24 @@ import (
 	"testing"
 
 	"github.com/knmstate/knmstate/internal/testbed/lab/labvm"
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
+	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 )
 
 // TestAddGuestNetworkManager: a NetworkManager guest's image carries
 // NetworkManager, nmcli, dbus-daemon and every plugin NetworkManager
 // dlopens (they are in no program's DT_NEEDED), plus the directory nmrun
-// binds over.
+// binds over. With an OVS build: Open vSwitch's programs and schema and
+// that build's daemon, plugin and plugin directory file at their paths.
 func TestAddGuestNetworkManager(t *testing.T) {
 	img := labvm.Image{Programs: guestPrograms}
-	if err := addGuestNetworkManager(&img); err != nil {
+	if err := addGuestNetworkManager(&img, nil); err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range img.Programs {
+		if strings.Contains(p, "ovs") {
+			t.Errorf("image without OVS has %s", p)
+		}
 	}
 	dir, err := nmPluginDir()
 	if err != nil {
@@ -31,6 +39,22 @@ func TestAddGuestNetworkManager(t *testing.T) {
 	}
 	if id := strings.TrimSpace(string(img.Data["/etc/machine-id"])); len(id) != 32 {
 		t.Errorf("machine id %q is not 32 hex digits", id)
+	}
+
+	b := &nmrun.Build{NetworkManager: "/x/nm-ovs/NetworkManager", Plugins: "/x/nm-ovs/plugins", PluginDir: dir}
+	img = labvm.Image{}
+	if err := addGuestNetworkManager(&img, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/usr/sbin/ovsdb-server", "/usr/sbin/ovs-vswitchd", "/usr/bin/ovsdb-tool", "/usr/bin/ovs-vsctl", b.NetworkManager, "/x/nm-ovs/plugins/libnm-device-plugin-ovs.so"} {
+		if !slices.Contains(img.Programs, p) {
+			t.Errorf("image with OVS: programs lack %s: %v", p, img.Programs)
+		}
+	}
+	for _, f := range []string{"/x/nm-ovs/plugindir", ovsrun.DefaultSchema} {
+		if img.Files[f] != f {
+			t.Errorf("image with OVS: file %s is %q, want this machine's", f, img.Files[f])
+		}
 	}
 }
 

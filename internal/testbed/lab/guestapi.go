@@ -56,6 +56,10 @@ type GuestConfig struct {
 	// Backend is the nodes' network backend (Options.Backend): with
 	// networkmanager each node runs its own NetworkManager in the guest.
 	Backend string `json:"backend,omitempty"`
+	// NMOVSBuild is where the guest's image carries the NetworkManager
+	// with its OVS plugin (nmrun.BuildAt; at this machine's path), "" if
+	// the nodes run no Open vSwitch.
+	NMOVSBuild string `json:"nmOVSBuild,omitempty"`
 }
 
 // guestStart is what the supervisor sends once the control plane runs.

@@ -110,8 +110,8 @@ type Options struct {
 
 	// NoOVS asks for nodes without Open vSwitch in the default mode,
 	// where the lab otherwise refuses to start when Debian's
-	// openvswitch-switch is missing (kubelet and guest mode nodes have
-	// none either way).
+	// openvswitch-switch is missing (kubelet-mode nodes have none either
+	// way, nor guest nodes on the kernel backend).
 	NoOVS bool
 
 	// FirstBootDir holds OpenShift-style per-node NMState files
@@ -121,6 +121,10 @@ type Options struct {
 	// lab reboot), after its DHCP lease and before its handler starts.
 	// Default mode only.
 	FirstBootDir string
+
+	// guestNMOVSBuild is, in a guest's agent, where its image carries the
+	// NetworkManager with the OVS plugin (GuestConfig.NMOVSBuild).
+	guestNMOVSBuild string
 }
 
 // Node backends (Options.Backend).

@@ -20,7 +20,16 @@ import (
 func (s *supervisor) startNetworkManagers(ctx context.Context, nodes []NodeState, teardown *[]func()) error {
 	for i := range nodes {
 		n := &nodes[i]
-		in, err := nmrun.Start(ctx, nmrun.Options{NetNS: nsrun.File(n.NetNS), Dir: filepath.Join(s.opts.Dir, "nodes", n.Name, "nm"), Unmanaged: []string{"eth0"}})
+		opts := nmrun.Options{NetNS: nsrun.File(n.NetNS), Dir: filepath.Join(s.opts.Dir, "nodes", n.Name, "nm"), Unmanaged: []string{"eth0"}}
+		if n.OVSDB != "" {
+			// The node's Open vSwitch (startOVS), through the OVS plugin.
+			b, err := s.networkManagerOVSBuild()
+			if err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+			opts.OVS, opts.Build = s.ovsDir(n.Name), b
+		}
+		in, err := nmrun.Start(ctx, opts)
 		*teardown = append(*teardown, func() {
 			if err := in.Stop(); err != nil {
 				s.log.Error("stop NetworkManager", "node", n.Name, "err", err)

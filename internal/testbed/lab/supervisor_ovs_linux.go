@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 )
 
@@ -16,13 +17,17 @@ import (
 
 // ovsAvailable says whether the nodes get their own Open vSwitch: in the
 // default mode, where the handler processes reach the node's database
-// socket in the lab directory. Without Debian's openvswitch-switch there
-// the lab refuses to start unless asked for a lab without it (NoOVS), so
-// the OVS tests never quietly turn into checks of the refusal. (A
-// kubelet-mode handler pod would need the socket under the node's
-// /run/openvswitch, which is the machine's: not done; the guest has no
-// Open vSwitch.)
+// socket in the lab directory, and in guest mode with the NetworkManager
+// backend (OVS and NetworkManager with its OVS plugin in the guest's
+// image). With the NetworkManager backend, the nodes' NetworkManager runs
+// with its OVS plugin (hack/nm-ovs.sh's build: Debian's has none). Without
+// what that needs the lab refuses to start unless asked for a lab without
+// it (NoOVS), so the OVS tests never quietly turn into checks of the
+// refusal. (A kubelet-mode handler pod would need the socket under the
+// node's /run/openvswitch: not done; the guest with the kernel backend
+// has no Open vSwitch, to keep kernele2e's minutes.)
 func (s *supervisor) ovsAvailable() (bool, error) {
+	nm := s.opts.Backend == BackendNetworkManager
 	switch {
 	case s.opts.NoOVS:
 		s.note("asked for a lab without Open vSwitch (--no-ovs): OVS policies fail saying so")
@@ -30,11 +35,9 @@ func (s *supervisor) ovsAvailable() (bool, error) {
 	case s.opts.Kubelet:
 		s.note("kubelet mode: the nodes have no Open vSwitch (OVS policies fail saying so)")
 		return false, nil
-	case s.opts.Kernel != "":
+	case s.opts.Kernel != "" && (!nm || s.opts.guestNMOVSBuild == ""):
 		s.note("guest mode: the nodes have no Open vSwitch (OVS policies fail saying so)")
 		return false, nil
-	case s.opts.Backend == BackendNetworkManager:
-		return false, nil // the handlers drive NetworkManager, which makes no OVS here
 	}
 	for _, bin := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -44,7 +47,32 @@ func (s *supervisor) ovsAvailable() (bool, error) {
 	if _, err := os.Stat(ovsrun.DefaultSchema); err != nil {
 		return false, fmt.Errorf("no Open vSwitch schema (%w): ask for a lab without Open vSwitch with --no-ovs", err)
 	}
+	if nm {
+		if _, err := s.networkManagerOVSBuild(); err != nil {
+			return false, fmt.Errorf("%w; or ask for a lab without Open vSwitch with --no-ovs", err)
+		}
+	}
 	return true, nil
+}
+
+// networkManagerOVSBuild is the NetworkManager with its OVS plugin the
+// nodes run: the guest image's copy in the guest, else hack/nm-ovs.sh's
+// next to the lab's knmstate binary (bin/nm-ovs beside bin/knmstate: the
+// supervisor runs outside the repository), else the repository's.
+func (s *supervisor) networkManagerOVSBuild() (*nmrun.Build, error) {
+	return networkManagerOVSBuild(s.opts)
+}
+
+func networkManagerOVSBuild(o Options) (*nmrun.Build, error) {
+	if o.guestNMOVSBuild != "" {
+		return nmrun.BuildAt(o.guestNMOVSBuild)
+	}
+	if o.Binary != "" {
+		if b, err := nmrun.BuildAt(filepath.Join(filepath.Dir(o.Binary), filepath.Base(nmrun.BuildDir))); err == nil {
+			return b, nil
+		}
+	}
+	return nmrun.OVSBuild()
 }
 
 // startOVS gives the node its own Open vSwitch: ovsdb-server and

@@ -52,6 +52,9 @@ type Options struct {
 	// it), and the directory is bound at /run/openvswitch of its mount
 	// namespace, where the plugin connects.
 	OVS string
+	// Build is the NetworkManager with the OVS plugin that Options.OVS
+	// runs (nil: OVSBuild's, below the repository).
+	Build *Build
 }
 
 // Instance is one running private bus and NetworkManager.
@@ -104,8 +107,11 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 		return nil, err
 	}
 	if opts.OVS != "" {
-		if in.ovsBuild, err = OVSBuild(); err != nil {
-			return nil, err
+		in.ovsBuild = opts.Build
+		if in.ovsBuild == nil {
+			if in.ovsBuild, err = OVSBuild(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	sp, err := newSpawner(opts.NetNS)

@@ -33,7 +33,12 @@ func OVSBuild() (*Build, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nmrun: %w", err)
 	}
-	dir := filepath.Join(root, BuildDir)
+	return BuildAt(filepath.Join(root, BuildDir))
+}
+
+// BuildAt finds the NetworkManager with the OVS plugin that hack/nm-ovs.sh
+// built into dir (a lab's qemu guest carries it at this machine's path).
+func BuildAt(dir string) (*Build, error) {
 	b := &Build{NetworkManager: filepath.Join(dir, "NetworkManager"), Plugins: filepath.Join(dir, "plugins")}
 	pd, err := os.ReadFile(filepath.Join(dir, "plugindir"))
 	if err != nil {
