@@ -410,5 +410,6 @@ func injectFault(cmd *cobra.Command, dir string, f lab.Fault) error {
 
 func registerNodeFlags(cmd *cobra.Command, opts *lab.Options) {
 	cmd.Flags().BoolVar(&opts.NoOVS, "no-ovs", false, "nodes without Open vSwitch (default mode; without this the lab refuses to start when Debian's openvswitch-switch is missing)")
+	cmd.Flags().StringVar(&opts.NMOVSBuild, "nm-ovs-build", "", "with --backend networkmanager: the NetworkManager built with its OVS plugin (make setup's bin/nm-ovs; default: next to this binary, else the repository's)")
 	cmd.Flags().StringVar(&opts.FirstBootDir, "first-boot-dir", "", "OpenShift-style NODE.yml / cluster.yml files every node applies with `nmstatectl first-boot` at each boot (lab up, lab reboot) before its handler starts (docs/openshift.md)")
 }

@@ -86,6 +86,9 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if opts.FirstBootDir != "" {
 		args = append(args, "--first-boot-dir", opts.FirstBootDir)
 	}
+	if opts.NMOVSBuild != "" {
+		args = append(args, "--nm-ovs-build", opts.NMOVSBuild)
+	}
 	cmd := exec.Command(opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = "/"

@@ -69,7 +69,7 @@ func RunGuest(ctx context.Context, configPath string) error {
 		return fmt.Errorf("guest agent: %w", err)
 	}
 	opts := Options{Name: cfg.Name, Dir: guestDir, Nodes: len(cfg.Nodes), Binary: exe, Nmstatectl: exe,
-		HandlerArgs: cfg.HandlerArgs, Kernel: KernelDebian, Backend: cfg.Backend, guestNMOVSBuild: cfg.NMOVSBuild}
+		HandlerArgs: cfg.HandlerArgs, Kernel: KernelDebian, Backend: cfg.Backend, NMOVSBuild: cfg.NMOVSBuild}
 	if !cfg.NodeRuntime {
 		opts.Nmstatectl = NoNodeRuntime
 	}

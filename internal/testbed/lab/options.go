@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/knmstate/knmstate/internal/testbed/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
 
@@ -122,9 +123,12 @@ type Options struct {
 	// Default mode only.
 	FirstBootDir string
 
-	// guestNMOVSBuild is, in a guest's agent, where its image carries the
-	// NetworkManager with the OVS plugin (GuestConfig.NMOVSBuild).
-	guestNMOVSBuild string
+	// NMOVSBuild is the directory of the NetworkManager with its OVS
+	// plugin that NetworkManager nodes with Open vSwitch run (hack/nm-ovs.sh's
+	// bin/nm-ovs; in a guest's agent, where its image carries it). Default:
+	// next to Binary, else the repository's, resolved where lab up runs
+	// (the supervisor runs in /).
+	NMOVSBuild string
 }
 
 // Node backends (Options.Backend).
@@ -215,6 +219,15 @@ func (o Options) withDefaults() (Options, error) {
 			// supervisor runs in /.
 			o.APIServer = filepath.Join(root, "bin", "kube-apiserver")
 		}
+	}
+	if o.Backend == BackendNetworkManager && !o.NoOVS && !o.Kubelet && o.NMOVSBuild == "" {
+		next := filepath.Join(filepath.Dir(o.Binary), filepath.Base(nmrun.BuildDir))
+		if _, err := nmrun.BuildAt(next); err == nil {
+			o.NMOVSBuild = next
+		} else if b, err := nmrun.OVSBuild(); err == nil {
+			o.NMOVSBuild = filepath.Dir(b.NetworkManager)
+		}
+		// Else the supervisor says what is missing (ovsAvailable).
 	}
 	if o.Kernel != "" {
 		if o.Kernel != KernelDebian {

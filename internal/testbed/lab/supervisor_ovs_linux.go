@@ -35,7 +35,7 @@ func (s *supervisor) ovsAvailable() (bool, error) {
 	case s.opts.Kubelet:
 		s.note("kubelet mode: the nodes have no Open vSwitch (OVS policies fail saying so)")
 		return false, nil
-	case s.opts.Kernel != "" && (!nm || s.opts.guestNMOVSBuild == ""):
+	case s.opts.Kernel != "" && (!nm || s.opts.NMOVSBuild == ""):
 		s.note("guest mode: the nodes have no Open vSwitch (OVS policies fail saying so)")
 		return false, nil
 	}
@@ -56,21 +56,14 @@ func (s *supervisor) ovsAvailable() (bool, error) {
 }
 
 // networkManagerOVSBuild is the NetworkManager with its OVS plugin the
-// nodes run: the guest image's copy in the guest, else hack/nm-ovs.sh's
-// next to the lab's knmstate binary (bin/nm-ovs beside bin/knmstate: the
-// supervisor runs outside the repository), else the repository's.
+// nodes run (Options.NMOVSBuild).
 func (s *supervisor) networkManagerOVSBuild() (*nmrun.Build, error) {
 	return networkManagerOVSBuild(s.opts)
 }
 
 func networkManagerOVSBuild(o Options) (*nmrun.Build, error) {
-	if o.guestNMOVSBuild != "" {
-		return nmrun.BuildAt(o.guestNMOVSBuild)
-	}
-	if o.Binary != "" {
-		if b, err := nmrun.BuildAt(filepath.Join(filepath.Dir(o.Binary), filepath.Base(nmrun.BuildDir))); err == nil {
-			return b, nil
-		}
+	if o.NMOVSBuild != "" {
+		return nmrun.BuildAt(o.NMOVSBuild)
 	}
 	return nmrun.OVSBuild()
 }
