@@ -194,15 +194,20 @@ interfaces:
 
 // checkNMConnected checks with nmcli on the node (lab exec, which talks to
 // the node's NetworkManager) that each device is connected through a
-// profile.
+// profile. NetworkManager may still be finishing the activation when the
+// address is back (state 80, "checking IP connectivity": a CI run saw it
+// right after a reboot), so it waits for 100 (connected).
 func checkNMConnected(t *testing.T, c *cluster, node string, devices ...string) {
 	t.Helper()
 	for _, d := range devices {
-		out, err := c.lab.Exec(t.Context(), node, "", "nmcli", "-g", "GENERAL.STATE,GENERAL.CONNECTION", "device", "show", d)
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if err != nil || len(lines) < 2 || !strings.HasPrefix(lines[0], "100") || lines[1] == "" {
-			t.Errorf("node %s: %s is not connected by NetworkManager: %q (%v)", node, d, out, err)
-		}
+		suite.Eventually(t, time.Minute, "node "+node+": "+d+" connected by NetworkManager", func() error {
+			out, err := c.lab.Exec(t.Context(), node, "", "nmcli", "-g", "GENERAL.STATE,GENERAL.CONNECTION", "device", "show", d)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if err != nil || len(lines) < 2 || !strings.HasPrefix(lines[0], "100") || lines[1] == "" {
+				return fmt.Errorf("%s is not connected by NetworkManager: %q (%v)", d, out, err)
+			}
+			return nil
+		})
 	}
 }
 
