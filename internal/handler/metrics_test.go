@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,23 @@ func (m testMetrics) value(t testing.TB, name string, labels ...string) float64 
 		want[labels[i]] = labels[i+1]
 	}
 	return f.Sum(name, want)
+}
+
+// waitValue waits up to timeout for value to reach want, then fails the
+// test with the last value seen.
+func (m testMetrics) waitValue(t testing.TB, timeout time.Duration, name string, want float64, labels ...string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := m.value(t, name, labels...)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v = %v after %s, want %v", name, labels, got, timeout, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestApplyErrorOutcome(t *testing.T) {

@@ -133,6 +133,10 @@ func TestPolicyStaticAddressLifecycle(t *testing.T) {
 	// second policy created after the label change gets its enactment.
 	other := n.createPolicy(t, "pol-static-z", staticAddr("eth1", "198.51.100.11/24"), map[string]string{"pol-static": "yes"}, nil)
 	n.waitEnactment(t, other.Name, "Pending", phaseIs(1, phasePending))
+	// The watch can show that Pending before the handler's patch returns
+	// and is counted; stopping then cancels the request and the write goes
+	// uncounted (a CI run saw 3).
+	m.waitValue(t, 10*time.Second, "knmstate_handler_enactment_status_writes_total", 4, "node", n.name)
 	stop2()
 	if got := n.applies.Load(); got != 1 {
 		t.Errorf("%d applies after restart and label change, want still 1", got)
