@@ -47,7 +47,7 @@ func Resolve(ctx context.Context, netns string, servers []netip.Addr, host strin
 		}
 		errs = append(errs, err)
 		var de *net.DNSError
-		answered = answered && errors.As(err, &de) && !de.IsTimeout && !de.IsTemporary
+		answered = answered && errors.As(err, &de) && serverAnswered(de)
 	}
 	err := fmt.Errorf("dns lookup of %s: %w", host, errors.Join(errs...))
 	if answered {
@@ -56,6 +56,15 @@ func Resolve(ctx context.Context, netns string, servers []netip.Addr, host strin
 		err = fmt.Errorf("%w: %w", errAnswered, err)
 	}
 	return err
+}
+
+// serverAnswered tells a DNS server's answer (no such name, refused or
+// failed) from no answer: a timeout, or a query that never left (the
+// resolver reports "connect: network is unreachable" as a DNSError that
+// is neither a timeout nor temporary, as it does right after a policy
+// moved the node's address to a link whose DHCP has not finished).
+func serverAnswered(de *net.DNSError) bool {
+	return de.IsNotFound || de.Err == "server misbehaving"
 }
 
 // lookup asks one server.

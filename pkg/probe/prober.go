@@ -88,12 +88,18 @@ func (o Options) WithDefaults() Options {
 // All returns the node's four probes, in upstream's order.
 func (o Options) All() []Probe {
 	o = o.WithDefaults()
+	// An attempt that reads the node's state first (the gateway, the
+	// name servers) gets time for that read on top of its network part,
+	// which stays bounded as any attempt's: through NetworkManager the
+	// read takes seconds on a slow node (a CI run's qemu guest timed out
+	// every attempt so).
+	withRead := attemptTimeout(o.Interval) + stateReadTimeout
 	out := []Probe{
-		{Name: PingName, External: true, Timeout: o.PingTimeout, Attempt: o.ping},
-		{Name: DNSName, External: true, Timeout: o.DNSTimeout, Attempt: o.dns},
+		{Name: PingName, External: true, Timeout: o.PingTimeout, AttemptTimeout: withRead, Attempt: o.ping},
+		{Name: DNSName, External: true, Timeout: o.DNSTimeout, AttemptTimeout: withRead, Attempt: o.dns},
 	}
 	if o.TCPAddress != "" {
-		out = append(out, Probe{Name: TCPName, External: true, Timeout: o.TCPTimeout, Attempt: o.tcp})
+		out = append(out, Probe{Name: TCPName, External: true, Timeout: o.TCPTimeout, AttemptTimeout: withRead, Attempt: o.tcp})
 	}
 	if o.API != nil {
 		out = append(out,
@@ -115,8 +121,19 @@ func (o Options) live(ctx context.Context) (*nmstate.State, error) {
 	return s, nil
 }
 
+// stateReadTimeout bounds the read of the node's state in a probe's
+// attempt.
+const stateReadTimeout = 10 * time.Second
+
+// network bounds the network part of an attempt, after its state read.
+func (o Options) network(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, attemptTimeout(o.Interval))
+}
+
 func (o Options) ping(ctx context.Context) error {
 	if o.PingTarget.IsValid() {
+		ctx, cancel := o.network(ctx)
+		defer cancel()
 		return Ping(ctx, o.NetNS, o.PingTarget, "")
 	}
 	s, err := o.live(ctx)
@@ -127,6 +144,8 @@ func (o Options) ping(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("ping: %w: no default gateway in the main table", errNoTarget)
 	}
+	ctx, cancel := o.network(ctx)
+	defer cancel()
 	return Ping(ctx, o.NetNS, gw.Addr, gw.Iface)
 }
 
@@ -135,6 +154,8 @@ func (o Options) tcp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("tcp: %w", err)
 	}
+	ctx, cancel := o.network(ctx)
+	defer cancel()
 	return TCP(ctx, o.NetNS, NameServers(s), o.TCPAddress)
 }
 
@@ -143,5 +164,7 @@ func (o Options) dns(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dns: %w", err)
 	}
+	ctx, cancel := o.network(ctx)
+	defer cancel()
 	return Resolve(ctx, o.NetNS, NameServers(s), o.DNSHost)
 }

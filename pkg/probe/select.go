@@ -15,7 +15,19 @@ type Probe struct {
 	// they are only run after an apply if they passed before it.
 	External bool
 	Timeout  time.Duration
-	Attempt  func(ctx context.Context) error
+	// AttemptTimeout bounds one attempt (0: attemptTimeout of the
+	// interval).
+	AttemptTimeout time.Duration
+	Attempt        func(ctx context.Context) error
+}
+
+// poll is Poll with the probe's own attempt bound.
+func (p Probe) poll(ctx context.Context, timeout, interval time.Duration, attempt func(ctx context.Context) error) error {
+	at := p.AttemptTimeout
+	if at == 0 {
+		at = attemptTimeout(interval)
+	}
+	return pollEach(ctx, timeout, interval, at, attempt)
 }
 
 // Select returns the probes to run after an apply: every internal probe,
@@ -44,11 +56,16 @@ func Names(probes []Probe) []string {
 // Poll runs attempt every interval until it succeeds, timeout passes or ctx
 // ends; the error is the last attempt's.
 func Poll(ctx context.Context, timeout, interval time.Duration, attempt func(ctx context.Context) error) error {
+	return pollEach(ctx, timeout, interval, attemptTimeout(interval), attempt)
+}
+
+// pollEach is Poll with each attempt bounded by attemptTimeout.
+func pollEach(ctx context.Context, timeout, interval, attemptTimeout time.Duration, attempt func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
 	for {
-		actx, acancel := context.WithTimeout(ctx, attemptTimeout(interval))
+		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
 		err := attempt(actx)
 		acancel()
 		if err == nil {
@@ -86,7 +103,7 @@ func (f *Failure) Unwrap() error { return f.Err }
 // not pass within its timeout, with a *Failure.
 func Run(ctx context.Context, probes []Probe, interval time.Duration) error {
 	for _, p := range probes {
-		if err := Poll(ctx, p.Timeout, interval, p.Attempt); err != nil {
+		if err := p.poll(ctx, p.Timeout, interval, p.Attempt); err != nil {
 			return &Failure{Probe: p.Name, Err: err}
 		}
 	}
@@ -106,7 +123,7 @@ func Passing(ctx context.Context, all []Probe, timeout, interval time.Duration) 
 			continue
 		}
 		var noTarget bool
-		err := Poll(ctx, min(timeout, p.Timeout), interval, func(ctx context.Context) error {
+		err := p.poll(ctx, min(timeout, p.Timeout), interval, func(ctx context.Context) error {
 			if noTarget {
 				return nil // stop polling; the result is decided below
 			}

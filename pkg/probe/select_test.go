@@ -144,3 +144,33 @@ func TestPassingGivesUpWithoutTarget(t *testing.T) {
 		t.Errorf("ping attempted %d times without a target, want 1", calls)
 	}
 }
+
+// An attempt gets its probe's AttemptTimeout, else the default bound;
+// the probes that read the node's state first get room for the read.
+func TestAttemptTimeout(t *testing.T) {
+	var got []time.Duration
+	attempt := func(ctx context.Context) error {
+		dl, ok := ctx.Deadline()
+		if !ok {
+			t.Fatal("attempt without a deadline")
+		}
+		got = append(got, time.Until(dl))
+		return nil
+	}
+	probes := []Probe{
+		{Name: "default", Timeout: time.Minute, Attempt: attempt},
+		{Name: "long", Timeout: time.Minute, AttemptTimeout: 20 * time.Second, Attempt: attempt},
+	}
+	if err := Run(context.Background(), probes, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] > attemptTimeout(time.Second) || got[0] < attemptTimeout(time.Second)-time.Second ||
+		got[1] > 20*time.Second || got[1] < 19*time.Second {
+		t.Errorf("attempt bounds %v, want about %v and 20s", got, attemptTimeout(time.Second))
+	}
+	for _, p := range (Options{}).All() {
+		if (p.Name == PingName || p.Name == DNSName) && p.AttemptTimeout < attemptTimeout(DefaultInterval)+stateReadTimeout {
+			t.Errorf("probe %s: attempt bound %v leaves no time to read the state", p.Name, p.AttemptTimeout)
+		}
+	}
+}
