@@ -185,14 +185,16 @@ func TestLabStatus(t *testing.T) {
 		t.Fatalf("lab status: %v\n%s", err, out)
 	}
 	status := string(out)
-	want := []string{"handler/node01", "handler/node02", "handler/node03", "controller", "noded/node01"}
+	want := []string{"handler/node01", "handler/node02", "handler/node03", "controller"}
 	if c.kubelet {
 		// knmstate runs as pods: the lab runs the nodes' inits.
-		want = []string{"node-init/node01", "node-init/node02", "node-init/node03", "noded/node01"}
-		if *backend == lab.BackendNetworkManager {
-			// NetworkManager, inside each node's init, owns eth0.
-			want = want[:3]
-		}
+		want = []string{"node-init/node01", "node-init/node02", "node-init/node03"}
+	}
+	if *backend != lab.BackendNetworkManager {
+		want = append(want, "noded/node01")
+	} else if strings.Contains(status, "noded/") {
+		// NetworkManager owns eth0: no node runtime runs.
+		t.Errorf("lab status lists a node runtime on NetworkManager nodes:\n%s", status)
 	}
 	if c.fullKernel {
 		want = append(want, "qemu", "guest: qemu (TCG), Debian kernel", "guest (netns ")

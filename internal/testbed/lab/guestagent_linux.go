@@ -141,7 +141,7 @@ func (a *agent) build(ctx context.Context, teardown *[]func()) error {
 	if err := s.addNodes(ctx, sw, nodes, teardown); err != nil {
 		return err
 	}
-	if err := a.startNetworkManagers(ctx, nodes, teardown); err != nil {
+	if err := a.startNetworkManagers(ctx, sw, nodes, teardown); err != nil {
 		return err
 	}
 	s.setPhase(PhaseNetworkReady, "")

@@ -19,16 +19,17 @@ import (
 // after a reboot without the handler. The handler's pod finds the bus
 // through its DaemonSet's /run/dbus hostPath (--backend auto).
 //
-// Unlike the default mode, where each node's NetworkManager leaves eth0
-// to the node runtime, nothing here is left unmanaged but what the pod
-// network makes: the CNI bridge and its pods' host-side veths (a node's
-// NetworkManager leaves those alone through udev's unmanaged rules, which a
-// NetworkManager without udev does not read).
+// Nothing here is left unmanaged but what the pod network makes: the CNI
+// bridge and its pods' host-side veths (a node's NetworkManager leaves
+// those alone through udev's unmanaged rules, which a NetworkManager
+// without udev does not read).
 
-// eth0ByNetworkManager: the nodes' NetworkManager configures eth0 (kubelet
-// mode with the NetworkManager backend); no node runtime runs.
+// eth0ByNetworkManager: the nodes' NetworkManager configures eth0 from
+// the profile eth0Keyfile writes, in every mode with the NetworkManager
+// backend (as on a RHEL node: a policy may then put the primary NIC under
+// a bridge, a bond or br-ex); no node runtime runs.
 func (o Options) eth0ByNetworkManager() bool {
-	return o.Kubelet && o.Backend == BackendNetworkManager
+	return o.Backend == BackendNetworkManager
 }
 
 // Paths of a kubelet-mode NetworkManager node, under its directory.
@@ -80,11 +81,8 @@ func (k *kubeletLab) networkManagerNode(n *NodeState, dir string, env []string) 
 	if err := nmrun.WriteConfig(nmDir, nmrun.Config{KeyfileDir: keyfiles, Unmanaged: nodeNetworkManagerUnmanaged}); err != nil {
 		return nil, nil, fmt.Errorf("node %s: %w", n.Name, err)
 	}
-	profile := filepath.Join(keyfiles, "eth0.nmconnection")
-	if _, err := os.Stat(profile); os.IsNotExist(err) {
-		if err := os.WriteFile(profile, []byte(eth0Keyfile(n.Name)), 0o600); err != nil {
-			return nil, nil, fmt.Errorf("node %s: eth0 profile: %w", n.Name, err)
-		}
+	if err := writeEth0Profile(keyfiles, n.Name); err != nil {
+		return nil, nil, err
 	}
 	n.NetworkManagerBus = nodeNetworkManagerBus(dir)
 	n.NetworkManagerResolvConf = filepath.Join(dir, nodeNMRunDir, "resolv.conf")
@@ -106,6 +104,9 @@ func (k *kubeletLab) networkManagerNode(n *NodeState, dir string, env []string) 
 
 // eth0Keyfile is the node's primary NIC as an installer configures it:
 // DHCPv4 with the node's name, IPv6 by router advertisements and DHCPv6.
+// The DHCPv6 DUID is made of eth0's MAC: NetworkManager's default derives
+// it from /etc/machine-id, which the lab's nodes share, and the switch
+// would then give every node the same IPv6 lease.
 func eth0Keyfile(node string) string {
 	sum := sha256.Sum256([]byte("knmstate-lab/" + node + "/eth0"))
 	uuid := fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
@@ -123,6 +124,7 @@ dhcp-hostname=` + node + `
 
 [ipv6]
 method=auto
+dhcp-duid=ll
 dhcp-hostname=` + node + `
 `
 }

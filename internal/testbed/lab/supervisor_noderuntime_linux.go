@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 	"github.com/knmstate/knmstate/pkg/nsrun"
 )
@@ -15,12 +17,18 @@ import (
 // private NetworkManager.
 
 // startNetworkManagers runs one private NetworkManager per node (its own
-// bus and state under the node's directory), leaving eth0, the node's
-// link to the API server, to the node runtime.
-func (s *supervisor) startNetworkManagers(ctx context.Context, nodes []NodeState, teardown *[]func()) error {
+// bus and state under the node's directory) with eth0's DHCP profile
+// (eth0Keyfile, written once: a profile the node changed is the node's),
+// and waits for eth0's leases: NetworkManager, not a node runtime, owns
+// the node's link to the API server.
+func (s *supervisor) startNetworkManagers(ctx context.Context, sw *labnet.Switch, nodes []NodeState, teardown *[]func()) error {
 	for i := range nodes {
 		n := &nodes[i]
-		opts := nmrun.Options{NetNS: nsrun.File(n.NetNS), Dir: filepath.Join(s.opts.Dir, "nodes", n.Name, "nm"), Unmanaged: []string{"eth0"}}
+		dir := filepath.Join(s.opts.Dir, "nodes", n.Name, "nm")
+		if err := writeEth0Profile(filepath.Join(dir, "system-connections"), n.Name); err != nil {
+			return err
+		}
+		opts := nmrun.Options{NetNS: nsrun.File(n.NetNS), Dir: dir}
 		if n.OVSDB != "" {
 			// The node's Open vSwitch (startOVS), through the OVS plugin.
 			b, err := s.networkManagerOVSBuild()
@@ -40,6 +48,25 @@ func (s *supervisor) startNetworkManagers(ctx context.Context, nodes []NodeState
 		}
 		n.NetworkManagerBus = in.Bus
 		n.NetworkManagerResolvConf = filepath.Join(in.RunDir, "resolv.conf")
+	}
+	if err := waitLeases(ctx, sw, nodes, s.scale(time.Minute)); err != nil {
+		return fmt.Errorf("%w (NetworkManager configures eth0: nodes/*/nm/NetworkManager.log)", err)
+	}
+	return nil
+}
+
+// writeEth0Profile writes eth0's profile into the keyfile directory
+// unless it is there already.
+func writeEth0Profile(keyfiles, node string) error {
+	if err := os.MkdirAll(keyfiles, 0o700); err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
+	}
+	profile := filepath.Join(keyfiles, "eth0.nmconnection")
+	if _, err := os.Stat(profile); !os.IsNotExist(err) {
+		return err
+	}
+	if err := os.WriteFile(profile, []byte(eth0Keyfile(node)), 0o600); err != nil {
+		return fmt.Errorf("node %s: eth0 profile: %w", node, err)
 	}
 	return nil
 }

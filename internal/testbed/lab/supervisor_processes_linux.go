@@ -45,7 +45,7 @@ func (s *supervisor) buildProcesses(ctx context.Context, env *testenv.Env, sw *l
 	}
 	if s.opts.Backend == BackendNetworkManager {
 		t := time.Now()
-		if err := s.startNetworkManagers(ctx, nodes, teardown); err != nil {
+		if err := s.startNetworkManagers(ctx, sw, nodes, teardown); err != nil {
 			return err
 		}
 		s.step("NetworkManager per node", t)
