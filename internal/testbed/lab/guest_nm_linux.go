@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/knmstate/knmstate/internal/testbed/initramfs"
 	"github.com/knmstate/knmstate/internal/testbed/lab/labvm"
+	"github.com/knmstate/knmstate/internal/testbed/labnet"
 	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 )
@@ -73,6 +76,8 @@ func addGuestNetworkManager(img *labvm.Image, ovs *nmrun.Build) error {
 		img.Programs = append(img.Programs, path)
 	}
 	img.Programs = append(img.Programs, ovs.NetworkManager, filepath.Join(ovs.Plugins, "libnm-device-plugin-ovs.so"))
+	// The kernel datapath (Options.ovsDatapath).
+	img.Modules = append(slices.Clip(img.Modules), initramfs.ModuleRequest{Name: "openvswitch"})
 	if img.Files == nil {
 		img.Files = map[string]string{}
 	}
@@ -87,15 +92,16 @@ func addGuestNetworkManager(img *labvm.Image, ovs *nmrun.Build) error {
 var guestOVSPrograms = []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl"}
 
 // startNetworkManagers starts each guest node's NetworkManager once the
-// nodes and their leases are up, before the agent reports the network
-// ready: the supervisor then learns each node's bus with the nodes.
-func (a *agent) startNetworkManagers(ctx context.Context, nodes []NodeState, teardown *[]func()) error {
+// nodes are up and waits for eth0's leases (NetworkManager configures
+// eth0), before the agent reports the network ready: the supervisor then
+// learns each node's bus with the nodes.
+func (a *agent) startNetworkManagers(ctx context.Context, sw *labnet.Switch, nodes []NodeState, teardown *[]func()) error {
 	s := a.s
 	if s.opts.Backend != BackendNetworkManager {
 		return nil
 	}
 	t := time.Now()
-	if err := s.startNetworkManagers(ctx, nodes, teardown); err != nil {
+	if err := s.startNetworkManagers(ctx, sw, nodes, teardown); err != nil {
 		return err
 	}
 	s.mu.Lock()

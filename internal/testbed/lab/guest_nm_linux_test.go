@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knmstate/knmstate/internal/testbed/initramfs"
 	"github.com/knmstate/knmstate/internal/testbed/lab/labvm"
 	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
@@ -42,7 +43,7 @@ func TestAddGuestNetworkManager(t *testing.T) {
 	}
 
 	b := &nmrun.Build{NetworkManager: "/x/nm-ovs/NetworkManager", Plugins: "/x/nm-ovs/plugins", PluginDir: dir}
-	img = labvm.Image{}
+	img = labvm.Image{Modules: guestModules[:len(guestModules)-1]}
 	if err := addGuestNetworkManager(&img, b); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +56,14 @@ func TestAddGuestNetworkManager(t *testing.T) {
 		if img.Files[f] != f {
 			t.Errorf("image with OVS: file %s is %q, want this machine's", f, img.Files[f])
 		}
+	}
+	if !slices.ContainsFunc(img.Modules, func(m initramfs.ModuleRequest) bool { return m.Name == "openvswitch" }) {
+		t.Errorf("image with OVS: modules lack openvswitch (the kernel datapath): %v", img.Modules)
+	}
+	// The image's list is a prefix of guestModules: appending must not
+	// write over the next entry.
+	if last := guestModules[len(guestModules)-1]; last.Name == "openvswitch" {
+		t.Error("adding openvswitch to one image changed guestModules")
 	}
 }
 

@@ -107,8 +107,8 @@ func (s *supervisor) handlerProc(n *NodeState, side string, spawner *spawner) (*
 	// socket.
 	if strings.Contains(help, "--ovsdb") {
 		args = append(args, "--ovsdb="+n.OVSDB)
-		if n.OVSDB != "" {
-			args = append(args, "--ovs-datapath=netdev")
+		if n.OVSDB != "" && o.ovsDatapath() != "" {
+			args = append(args, "--ovs-datapath="+o.ovsDatapath())
 		}
 	}
 	if strings.Contains(help, "--state-dir") {

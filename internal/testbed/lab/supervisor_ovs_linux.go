@@ -55,6 +55,19 @@ func (s *supervisor) ovsAvailable() (bool, error) {
 	return true, nil
 }
 
+// ovsDatapath is the datapath_type of the nodes' OVS bridges: netdev
+// (userspace) on this machine, whose kernel has no openvswitch module;
+// "" (OVS's default, the kernel datapath) in the guest, whose Debian
+// kernel loads it: there NetworkManager's OVS interfaces are the kernel's
+// internal ports, as on a real node (its DHCP client gets no lease on the
+// userspace datapath's taps: docs/lab.md).
+func (o Options) ovsDatapath() string {
+	if o.Kernel != "" {
+		return ""
+	}
+	return "netdev"
+}
+
 // networkManagerOVSBuild is the NetworkManager with its OVS plugin the
 // nodes run (Options.NMOVSBuild).
 func (s *supervisor) networkManagerOVSBuild() (*nmrun.Build, error) {

@@ -73,6 +73,12 @@ func (im Image) Write(path string) error {
 	if err := a.AddSymlink("/bin/sh", "busybox"); err != nil {
 		return fmt.Errorf("guest image: %w", err)
 	}
+	// As on Debian: programs built with /var/run paths (NetworkManager's
+	// run directory and its OVS plugin's /var/run/openvswitch/db.sock)
+	// must find what is bound on /run.
+	if err := a.AddSymlink("/var/run", "../run"); err != nil {
+		return fmt.Errorf("guest image: %w", err)
+	}
 	if err := a.AddBytes("/init", initScript, 0o755); err != nil {
 		return fmt.Errorf("guest image: %w", err)
 	}

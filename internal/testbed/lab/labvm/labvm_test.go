@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -143,6 +144,10 @@ func TestImageWrite(t *testing.T) {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("the image lacks %q", want)
 		}
+	}
+	// The symlink's name, the newc padding, its target.
+	if !regexp.MustCompile(`var/run\x00+\.\./run`).Match(b) {
+		t.Error("the image lacks the symlink /var/run -> ../run")
 	}
 	bad := Image{Kernel: k, Command: []string{"sh", "-c", "a\nb"}}
 	if err := bad.Write(out); err == nil {
