@@ -323,6 +323,25 @@ interfaces:
 - name: bond0.10
   type: vlan
   vlan: {base-iface: bond0, id: 10}`, noCurrent, []want{{"interfaces[1].vlan.base-iface", "cannot be up as its parent bond0 is marked absent", nmstate.InvalidArgument}}},
+		{"own controller", `
+interfaces:
+- name: eth2
+  type: ethernet
+  controller: eth2`, noCurrent, []want{{"interfaces[0].controller", "an interface cannot be its own controller", nmstate.InvalidArgument}}},
+		{"ovs internal interface its bridge does not list", `
+interfaces:
+- name: br-ex
+  type: ovs-bridge
+  bridge:
+    port: [{name: eth1}]
+- name: br-ex
+  type: ovs-interface
+  controller: br-ex`, noCurrent, []want{{"interfaces[1].controller", "br-ex is not in the port list of br-ex", nmstate.InvalidArgument}}},
+		{"ovs internal interface without an ovs bridge of its name", `
+interfaces:
+- name: br-ex
+  type: ovs-interface
+  controller: br-ex`, noCurrent, []want{{"interfaces[0].controller", "an interface cannot be its own controller", nmstate.InvalidArgument}}},
 		{"port controller mismatch", `
 interfaces:
 - name: bond0

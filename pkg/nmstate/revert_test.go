@@ -61,3 +61,59 @@ func TestRevertInvalidDesired(t *testing.T) {
 		t.Fatalf("want an InvalidArgument error, got %v", err)
 	}
 }
+
+// TestRevertOVSInternalInterface: undoing the removal of br-ex gives its
+// internal interface br-ex back with controller br-ex (its own name, as
+// shown), and that revert state merges into the state after the removal.
+func TestRevertOVSInternalInterface(t *testing.T) {
+	before, err := nmstate.Decode([]byte(`
+interfaces:
+- name: br-ex
+  type: ovs-bridge
+  state: up
+  bridge:
+    port: [{name: br-ex}, {name: eth1}]
+- name: br-ex
+  type: ovs-interface
+  state: up
+  controller: br-ex
+  ipv4: {enabled: true, dhcp: true}
+- name: eth1
+  type: ethernet
+  state: up
+  controller: br-ex
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	desired, err := nmstate.Decode([]byte(`
+interfaces:
+- {name: br-ex, type: ovs-bridge, state: absent}
+- {name: br-ex, type: ovs-interface, state: absent}
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: true, dhcp: true}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	revert, err := nmstate.Revert(before, desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := nmstate.Merge(desired, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := nmstate.Simulate(before, m)
+	if _, err := nmstate.Merge(revert, after); err != nil {
+		t.Fatalf("merging the revert state into the state after: %v", err)
+	}
+	var ctrl string
+	for _, ifc := range revert.Interfaces {
+		if ifc.Type == nmstate.TypeOVSInterface && ifc.Controller != nil {
+			ctrl = *ifc.Controller
+		}
+	}
+	if ctrl != "br-ex" {
+		t.Errorf("revert gives ovs-interface br-ex controller %q, want br-ex", ctrl)
+	}
+}

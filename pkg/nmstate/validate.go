@@ -909,7 +909,19 @@ func (v *validator) controllers() {
 		ctrl := *ifc.Controller
 		p := ifacePath(i).Key("controller")
 		if ctrl == ifc.Name {
-			v.invalid(p, "an interface cannot be its own controller")
+			// An OVS bridge's internal interface has the bridge's name
+			// (br-ex on br-ex): shown so, and so in a revert state.
+			br := v.ovsBridgeNamed(ctrl)
+			switch {
+			case v.ifaceType(ifc) != TypeOVSInterface || br == nil:
+				v.invalid(p, "an interface cannot be its own controller")
+			case br.State == StateAbsent:
+				v.fail(Dependency, p, "controller %s does not exist", ctrl)
+			default:
+				if ports, ok := br.Ports(); ok && !contains(ports, ifc.Name) {
+					v.invalid(p, "%s is not in the port list of %s", ifc.Name, ctrl)
+				}
+			}
 			continue
 		}
 		if !v.mayExist(ctrl) {
@@ -932,6 +944,25 @@ func (v *validator) controllers() {
 			}
 		}
 	}
+}
+
+// ovsBridgeNamed returns the desired OVS bridge of this name, else the
+// current one, or nil.
+func (v *validator) ovsBridgeNamed(name string) *Interface {
+	for _, i := range v.byName[name] {
+		if d := &v.desired.Interfaces[i]; d.Type == TypeOVSBridge {
+			return d
+		}
+	}
+	if v.current == nil {
+		return nil
+	}
+	for _, i := range v.curByName[name] {
+		if c := &v.current.Interfaces[i]; c.Type == TypeOVSBridge {
+			return c
+		}
+	}
+	return nil
 }
 
 // portMayHaveIP mirrors nmstate's can_have_ip: ports lose IP except OVS

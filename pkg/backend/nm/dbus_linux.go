@@ -124,7 +124,14 @@ func (c *client) updateProfile(ctx context.Context, p dbus.ObjectPath, s Setting
 
 func (c *client) deleteProfile(ctx context.Context, p dbus.ObjectPath) error {
 	err := c.call(ctx, p, connIface+".Delete").Err
-	if isUnknownObject(err) {
+	if err == nil || isUnknownObject(err) {
+		return nil
+	}
+	// NetworkManager may delete the profile itself while the call waits
+	// for its authorization check (a port profile that goes with its
+	// controller): the call then fails with "connection was deleted".
+	// What is asked for holds once the object is gone.
+	if isUnknownObject(c.call(ctx, p, connIface+".GetSettings").Err) {
 		return nil
 	}
 	return err

@@ -69,9 +69,12 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 			}
 		}
 	}
+	// An OVS bridge and its internal interface share a name: each
+	// profile is deleted once.
+	deleted := map[dbus.ObjectPath]bool{}
 	for _, name := range pp.Absent {
 		for _, p := range profiles {
-			if p.str("connection", "interface-name") != name || keepOnAbsent(p) {
+			if p.str("connection", "interface-name") != name || keepOnAbsent(p) || deleted[p.path] {
 				continue
 			}
 			if b.opts.MemoryOnly {
@@ -80,6 +83,7 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 			if err := b.c.deleteProfile(ctx, p.path); err != nil {
 				return fmt.Errorf("deleting profile %s of %s: %w", p.str("connection", "id"), name, err)
 			}
+			deleted[p.path] = true
 		}
 		if d := devs[name]; d != nil && d.real {
 			if ifc := m.Interface(name, ""); ifc != nil && ifc.Type.IsVirtual() {
