@@ -142,11 +142,38 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		name     string
 		ac       dbus.ObjectPath
 		settings Settings
+		// byController: not activated here, NetworkManager activates
+		// it with its controller (profile is its path).
+		byController bool
+		profile      dbus.ObjectPath
 	}
+	// A port's profile active before (the same path, rewritten as a port)
+	// counts too: NetworkManager activates it anew with its controller.
+	nowDevs, err := b.c.devices(actx)
+	if err != nil {
+		return err
+	}
+	activeNow := b.activeProfiles(nowDevs)
+	// Kernel controllers activated here that were not active: their
+	// profiles have autoconnect-slaves, so NetworkManager activates their
+	// ports itself, as nmstate relies on. Activating such a port again
+	// restarts its activation half-way: a bond's MAC then changes under
+	// the DHCP client it already started (a guest run's bond got no lease).
+	newControllers := map[string]bool{}
 	var waits []pending
 	for i, p := range pp.Profiles {
 		if !p.Up || b.ovsReapplied(actx, p, paths[i], devs) {
 			continue
+		}
+		typ, _ := p.Settings["connection"]["type"].Value().(string)
+		ctl, _ := p.Settings["connection"]["master"].Value().(string)
+		portType, _ := p.Settings["connection"]["slave-type"].Value().(string)
+		if ctl != "" && autoActivatesPorts(portType) && newControllers[portType+"/"+ctl] && nowDevs[p.Name] != nil {
+			waits = append(waits, pending{name: p.Name, settings: p.Settings, byController: true, profile: paths[i]})
+			continue
+		}
+		if autoActivatesPorts(typ) && activeNow[paths[i]] == "" {
+			newControllers[typ+"/"+p.Name] = true
 		}
 		ac, err := b.c.activate(actx, paths[i])
 		if err != nil {
@@ -155,9 +182,16 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 			}
 			return activationError(p.Name, devs[p.Name], err)
 		}
-		waits = append(waits, pending{p.Name, ac, p.Settings})
+		waits = append(waits, pending{name: p.Name, ac: ac, settings: p.Settings})
 	}
 	for _, w := range waits {
+		if w.byController {
+			d := nowDevs[w.name]
+			if err := b.waitPortActivated(actx, w.name, d, d.active, w.profile, w.settings); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := b.c.waitActive(actx, w.name, w.ac, w.settings); err != nil {
 			return err
 		}
@@ -167,6 +201,49 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		return err
 	}
 	return b.touchUp(ctx, m, pp)
+}
+
+// autoActivatesPorts says whether NetworkManager activates the ports of a
+// controller of this connection type (autoconnect-slaves) when it
+// activates the controller. Open vSwitch profiles are left to their own
+// path (ovsReapplied, waitOVSReady).
+func autoActivatesPorts(connType string) bool {
+	switch connType {
+	case "bond", "bridge", "vrf", "team":
+		return true
+	}
+	return false
+}
+
+// portGrace is how long a port waits, once its controller is active, for
+// NetworkManager to activate it before it is activated explicitly.
+const portGrace = 10 * time.Second
+
+// waitPortActivated waits until NetworkManager activated the port's
+// profile with its controller (an activation other than before, the
+// device's one before the apply's activations), or activates it after
+// portGrace.
+func (b *Backend) waitPortActivated(ctx context.Context, name string, d *device, before, profile dbus.ObjectPath, s Settings) error {
+	deadline := time.Now().Add(portGrace)
+	for {
+		var ac, conn dbus.ObjectPath
+		if b.c.prop(d.path, deviceIface+".ActiveConnection", &ac) == nil && ac != "" && ac != "/" && ac != before &&
+			b.c.prop(ac, acIface+".Connection", &conn) == nil && conn == profile {
+			return b.c.waitActive(ctx, name, ac, s)
+		}
+		if time.Now().After(deadline) {
+			ac, err := b.c.activate(ctx, profile)
+			if err != nil {
+				return activationError(name, d, err)
+			}
+			return b.c.waitActive(ctx, name, ac, s)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("activating %s with its controller: %w", name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // touchUp makes the kernel match what the profiles could not express:

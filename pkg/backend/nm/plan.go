@@ -133,6 +133,20 @@ func PlanProfiles(m *nmstate.Merged, existing existingProfiles, unmanaged map[st
 	for _, name := range ovsp.members {
 		holder(name)
 	}
+	// A bond's ports-config lives in its ports' profiles (bond-port): a
+	// port whose queue-id or priority changes gets its profile rewritten
+	// although the state does not list it.
+	for _, name := range slices.Clone(order) {
+		ifc := targets[name]
+		if ifc.Type != nmstate.TypeBond || ifc.LinkAggregation == nil {
+			continue
+		}
+		for _, pc := range ifc.LinkAggregation.PortsConfig {
+			if portConfigChanged(pc, current(name)) {
+				holder(pc.Name)
+			}
+		}
+	}
 
 	// Routes: the whole target list (or the current config routes when
 	// the apply changes none), grouped by next-hop interface.
@@ -473,4 +487,27 @@ func randomUUID(*nmstate.Interface) string {
 	u[6] = u[6]&0x0f | 0x40
 	u[8] = u[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}
+
+// portConfigChanged says whether a bond port's desired queue-id or
+// priority differs from what the current bond reports for it.
+func portConfigChanged(pc nmstate.BondPortConfig, bond *nmstate.Interface) bool {
+	var cur nmstate.BondPortConfig
+	if bond != nil && bond.LinkAggregation != nil {
+		for _, c := range bond.LinkAggregation.PortsConfig {
+			if c.Name == pc.Name {
+				cur = c
+			}
+		}
+	}
+	differs := func(want, have *int64) bool { return want != nil && (have == nil || *want != *have) }
+	return differs(widen(pc.QueueID), widen(cur.QueueID)) || differs(widen(pc.Priority), widen(cur.Priority))
+}
+
+func widen[T ~int32 | ~uint16](v *T) *int64 {
+	if v == nil {
+		return nil
+	}
+	w := int64(*v)
+	return &w
 }

@@ -495,3 +495,79 @@ interfaces:
 		})
 	}
 }
+
+// TestBondPortsConfigRewritesPorts: a queue-id change in a bond's
+// ports-config rewrites the port's profile (its bond-port setting holds
+// it) and takes the port down first, although the state lists only the
+// bond; an unchanged ports-config leaves the ports' profiles alone.
+func TestBondPortsConfigRewritesPorts(t *testing.T) {
+	cur, err := nmstate.Decode([]byte(`
+interfaces:
+- name: bond0
+  type: bond
+  state: up
+  link-aggregation:
+    mode: balance-rr
+    port: [eth1, eth2]
+    ports-config: [{name: eth1, queue-id: 0}, {name: eth2, queue-id: 2}]
+- {name: eth1, type: ethernet, state: up, controller: bond0}
+- {name: eth2, type: ethernet, state: up, controller: bond0}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := dbus.MakeVariant
+	existing := func() existingProfiles {
+		return existingProfiles{
+			"bond0": {settings: map[string]map[string]dbus.Variant{"connection": {"uuid": v("b")}}},
+			"eth1":  {settings: map[string]map[string]dbus.Variant{"connection": {"uuid": v("e1")}}},
+			"eth2":  {settings: map[string]map[string]dbus.Variant{"connection": {"uuid": v("e2")}, "bond-port": {"queue-id": v(uint32(2))}}},
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		queueID   int
+		wantEth2  string
+		wantFirst []string
+	}{
+		{"queue-id 2 -> 3", 3, "bond-port.queue-id @u 3\n", []string{"eth2"}},
+		{"queue-id unchanged", 2, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := nmstate.Decode([]byte(fmt.Sprintf(`
+interfaces:
+- name: bond0
+  type: bond
+  link-aggregation:
+    mode: balance-rr
+    ports-config: [{name: eth1}, {name: eth2, queue-id: %d}]
+`, tc.queueID)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := nmstate.Merge(d, cur.Clone())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pp, err := PlanProfiles(m, existing(), nil, func(*nmstate.Interface) string { return "u" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, p := range pp.Profiles {
+				if p.Name == "eth2" {
+					got = flatten(p.Settings, "bond-port")
+				}
+				if p.Name == "eth1" {
+					t.Errorf("eth1's profile rewritten, its ports-config did not change")
+				}
+			}
+			if got != tc.wantEth2 {
+				t.Errorf("eth2's bond-port %q, want %q", got, tc.wantEth2)
+			}
+			if diff := cmp.Diff(tc.wantFirst, pp.DeactivateFirst); diff != "" {
+				t.Errorf("deactivated first (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
