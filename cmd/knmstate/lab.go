@@ -264,7 +264,11 @@ Available before is Available again (applied anew) and reports the time.
 In kubelet mode the node's init stops (containerd, the kubelet, its pods,
 NetworkManager) with its /run, and starts again; /var/lib and NetworkManager's
 persistent profiles are kept; the wait is for its handler pod to be Ready
-again and the enactments Available. Not in guest mode.`,
+again and the enactments Available. A NetworkManager node of the default
+and guest modes keeps its persistent profiles and NetworkManager's leases
+too; NetworkManager starts again before the handler, and the reboot returns
+once the node's address is back on whichever link those profiles put it.
+In guest mode the node is rebooted inside the guest.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := sel.resolve()
@@ -302,6 +306,26 @@ again and the enactments Available. Not in guest mode.`,
 				return nil
 			}
 			names := slices.Sorted(maps.Keys(before))
+			if !st.Kubelet && st.Backend() == lab.BackendNetworkManager {
+				// Persistent profiles brought the state back before the
+				// handler started: it has nothing to apply again.
+				now, err := lab.AvailableEnactments(cmd.Context(), st.Kubeconfig, node)
+				if err != nil {
+					return err
+				}
+				var missing []string
+				for _, n := range names {
+					if _, ok := now[n]; !ok {
+						missing = append(missing, n)
+					}
+				}
+				if len(missing) > 0 {
+					return fmt.Errorf("not Available after the reboot: %s", strings.Join(missing, ", "))
+				}
+				fmt.Fprintf(out, "%d enactments Available, their state back from NetworkManager's persistent profiles: %s\n",
+					len(names), strings.Join(names, ", "))
+				return nil
+			}
 			wait := lab.WaitAvailableAgain
 			if st.Kubelet {
 				// The handler is a pod its kubelet restarts; persistent

@@ -146,6 +146,7 @@ func (s *supervisor) buildGuest(ctx context.Context, teardown *[]func()) error {
 	guest.APIServer = net.JoinHostPort(labvm.HostAddr, port)
 	s.mu.Lock()
 	s.state.Kubeconfig, s.state.APIServer, s.state.Guest = kubeconfig, env.Host(), guest
+	s.guest = client
 	s.mu.Unlock()
 	s.publish()
 

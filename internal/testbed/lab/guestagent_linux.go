@@ -37,6 +37,8 @@ type agent struct {
 	s     *supervisor
 	cfg   GuestConfig
 	start chan startReq
+	// ctx is the agent's life (RunGuest's), for reboots.
+	ctx context.Context
 
 	mu       sync.Mutex
 	spawners map[string]*spawner // exec: one per node, made on first use
@@ -74,6 +76,7 @@ func RunGuest(ctx context.Context, configPath string) error {
 		opts.Nmstatectl = NoNodeRuntime
 	}
 	a := &agent{
+		ctx:      ctx,
 		cfg:      cfg,
 		start:    make(chan startReq),
 		spawners: map[string]*spawner{},
@@ -138,6 +141,7 @@ func (a *agent) build(ctx context.Context, teardown *[]func()) error {
 		return err
 	}
 	s.step("switch namespace, bridge, dnsmasq", t)
+	s.sw = sw
 	if err := s.addNodes(ctx, sw, nodes, teardown); err != nil {
 		return err
 	}
@@ -316,6 +320,20 @@ func (a *agent) mux() http.Handler {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
 	}))
+	m.HandleFunc("POST /reboot/{node}", auth(func(w http.ResponseWriter, r *http.Request) {
+		node := r.PathValue("node")
+		// The agent's context, not the request's: a supervisor that
+		// goes away must not leave the node half rebooted.
+		res, err := a.s.reboot(a.ctx, node)
+		// The node's namespaces are new ones either way.
+		a.dropSpawner(node)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(res)
+	}))
 	m.Handle("POST /exec", &remoteexec.Server{Token: a.cfg.Token, Command: a.execCommand, Start: a.execStart})
 	return m
 }
@@ -364,6 +382,16 @@ func (a *agent) nodeSpawner(node string) (*spawner, error) {
 	}
 	a.spawners[node] = sp
 	return sp, nil
+}
+
+// dropSpawner closes the node's exec spawner (its namespaces are gone).
+func (a *agent) dropSpawner(node string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if sp := a.spawners[node]; sp != nil {
+		sp.close()
+		delete(a.spawners, node)
+	}
 }
 
 func (a *agent) closeSpawners() {

@@ -49,9 +49,20 @@ type RebootResult struct {
 // by DHCP from scratch and the handler starts again, which puts back the
 // policies the node no longer shows. The handler's state directory
 // (checkpoints) is kept, as /var/lib is on a real node.
+//
+// A NetworkManager node keeps what a disk keeps: its persistent profiles
+// and NetworkManager's /var/lib (leases); its in-memory profiles go with
+// /run. Its NetworkManager starts again before the handler, and the
+// reboot waits for the node's address on whichever link those profiles
+// put it (a bond, br-ex), so what comes back before the handler runs is
+// NetworkManager's own doing. Guest mode reboots the node in the guest
+// (its NICs are the guest's, given back and taken again).
 func (s *supervisor) reboot(ctx context.Context, name string) (*RebootResult, error) {
-	if s.opts.Kernel != "" || s.sw == nil || (!s.opts.Kubelet && s.opts.Backend == BackendNetworkManager) {
-		return nil, errors.New("lab reboot: only in the default mode on the kernel backend (nodes as namespaces, handlers as processes) and in kubelet mode; guest mode and the default mode's NetworkManager nodes are not done")
+	if s.opts.Kernel != "" && s.where != "guest" {
+		return s.rebootInGuest(ctx, name)
+	}
+	if s.sw == nil {
+		return nil, errors.New("lab reboot: the lab's nodes are not built yet")
 	}
 	s.rebootMu.Lock()
 	defer s.rebootMu.Unlock()
@@ -71,6 +82,12 @@ func (s *supervisor) reboot(ctx context.Context, name string) (*RebootResult, er
 	}
 	handler := s.stop("handler/" + name)
 	s.stop("noded/" + name)
+	nm := s.stopNetworkManager(name)
+	if nm {
+		if err := emptyDir(filepath.Join(s.opts.Dir, "nodes", name, "nm", "run")); err != nil {
+			return nil, fmt.Errorf("node %s: a fresh /run: %w", name, err)
+		}
+	}
 	if n.OVSDB != "" {
 		s.stopOVS(name)
 		if err := os.RemoveAll(s.ovsDir(name)); err != nil {
@@ -96,7 +113,15 @@ func (s *supervisor) reboot(ctx context.Context, name string) (*RebootResult, er
 			return nil, fmt.Errorf("lab reboot: %w", err)
 		}
 	}
-	if dhcp {
+	switch {
+	case nm:
+		if err := s.startNetworkManager(ctx, &n, nil); err != nil {
+			return nil, fmt.Errorf("lab reboot: %w", err)
+		}
+		if err := waitAddress(ctx, s.sw, []NodeState{n}, s.scale(time.Minute)); err != nil {
+			return nil, fmt.Errorf("lab reboot: %w (from the node's persistent profiles: nodes/%s/nm/NetworkManager.log)", err, name)
+		}
+	case dhcp:
 		if err := waitLeases(ctx, s.sw, []NodeState{n}, s.scale(time.Minute)); err != nil {
 			return nil, fmt.Errorf("lab reboot: %w", err)
 		}
@@ -118,6 +143,24 @@ func (s *supervisor) reboot(ctx context.Context, name string) (*RebootResult, er
 	}
 	s.publish()
 	s.log.Info("node rebooted", "node", name, "down", time.Duration(res.Down), "up", time.Duration(res.Up))
+	return res, nil
+}
+
+// rebootInGuest has the guest's agent reboot the node (guest mode).
+func (s *supervisor) rebootInGuest(ctx context.Context, name string) (*RebootResult, error) {
+	s.mu.Lock()
+	c := s.guest
+	s.mu.Unlock()
+	if c == nil {
+		return nil, errors.New("lab reboot: the guest is not up yet")
+	}
+	s.rebootMu.Lock()
+	defer s.rebootMu.Unlock()
+	res := &RebootResult{}
+	if err := c.do(ctx, http.MethodPost, "/reboot/"+name, nil, res); err != nil {
+		return nil, fmt.Errorf("lab reboot: %w", err)
+	}
+	s.refreshGuest(ctx, c)
 	return res, nil
 }
 

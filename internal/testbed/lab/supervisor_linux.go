@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/knmstate/knmstate/internal/testbed/labnet"
+	"github.com/knmstate/knmstate/internal/testbed/nmrun"
 	"github.com/knmstate/knmstate/internal/testbed/ovsrun"
 	"github.com/knmstate/knmstate/internal/testbed/testenv"
 )
@@ -55,6 +56,8 @@ type supervisor struct {
 	// guestProcs are the processes of the guest (guest mode), as its
 	// agent last reported them.
 	guestProcs []Process
+	// guest is the guest's agent (guest mode), for lab reboot.
+	guest *guestClient
 	// guestExited gets the guest's qemu status if it ends.
 	guestExited chan string
 
@@ -70,6 +73,10 @@ type supervisor struct {
 	ovsMu    sync.Mutex
 	ovs      map[string]*ovsrun.OVS
 	rebootMu sync.Mutex
+	// nm is each node's running NetworkManager (NetworkManager nodes of
+	// the default and guest modes), for lab reboot.
+	nmMu sync.Mutex
+	nm   map[string]*nmrun.Instance
 	// kubelet is kubelet mode's part (lab reboot restarts a node's init).
 	kubelet *kubeletLab
 	// handlerHelp is `knmstate handler --help`: the flags it has.

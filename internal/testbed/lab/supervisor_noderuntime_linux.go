@@ -23,36 +23,65 @@ import (
 // the node's link to the API server.
 func (s *supervisor) startNetworkManagers(ctx context.Context, sw *labnet.Switch, nodes []NodeState, teardown *[]func()) error {
 	for i := range nodes {
-		n := &nodes[i]
-		dir := filepath.Join(s.opts.Dir, "nodes", n.Name, "nm")
-		if err := writeEth0Profile(filepath.Join(dir, "system-connections"), n.Name); err != nil {
+		if err := s.startNetworkManager(ctx, &nodes[i], teardown); err != nil {
 			return err
 		}
-		opts := nmrun.Options{NetNS: nsrun.File(n.NetNS), Dir: dir}
-		if n.OVSDB != "" {
-			// The node's Open vSwitch (startOVS), through the OVS plugin.
-			b, err := s.networkManagerOVSBuild()
-			if err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
-			opts.OVS, opts.Build = s.ovsDir(n.Name), b
-		}
-		in, err := nmrun.Start(ctx, opts)
-		*teardown = append(*teardown, func() {
-			if err := in.Stop(); err != nil {
-				s.log.Error("stop NetworkManager", "node", n.Name, "err", err)
-			}
-		})
-		if err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
-		}
-		n.NetworkManagerBus = in.Bus
-		n.NetworkManagerResolvConf = filepath.Join(in.RunDir, "resolv.conf")
 	}
 	if err := waitLeases(ctx, sw, nodes, s.scale(time.Minute)); err != nil {
 		return fmt.Errorf("%w (NetworkManager configures eth0: nodes/*/nm/NetworkManager.log)", err)
 	}
 	return nil
+}
+
+// startNetworkManager starts the node's NetworkManager and records it for
+// lab reboot; with teardown, whichever instance runs then is stopped by it.
+func (s *supervisor) startNetworkManager(ctx context.Context, n *NodeState, teardown *[]func()) error {
+	dir := filepath.Join(s.opts.Dir, "nodes", n.Name, "nm")
+	if err := writeEth0Profile(filepath.Join(dir, "system-connections"), n.Name); err != nil {
+		return err
+	}
+	opts := nmrun.Options{NetNS: nsrun.File(n.NetNS), Dir: dir}
+	if n.OVSDB != "" {
+		// The node's Open vSwitch (startOVS), through the OVS plugin.
+		b, err := s.networkManagerOVSBuild()
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		opts.OVS, opts.Build = s.ovsDir(n.Name), b
+	}
+	in, err := nmrun.Start(ctx, opts)
+	s.nmMu.Lock()
+	if s.nm == nil {
+		s.nm = map[string]*nmrun.Instance{}
+	}
+	s.nm[n.Name] = in
+	s.nmMu.Unlock()
+	if teardown != nil {
+		name := n.Name
+		*teardown = append(*teardown, func() { s.stopNetworkManager(name) })
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	n.NetworkManagerBus = in.Bus
+	n.NetworkManagerResolvConf = filepath.Join(in.RunDir, "resolv.conf")
+	return nil
+}
+
+// stopNetworkManager stops the node's NetworkManager and its bus, if they
+// run, and reports whether they did.
+func (s *supervisor) stopNetworkManager(node string) bool {
+	s.nmMu.Lock()
+	in := s.nm[node]
+	delete(s.nm, node)
+	s.nmMu.Unlock()
+	if in == nil {
+		return false
+	}
+	if err := in.Stop(); err != nil {
+		s.log.Error("stop NetworkManager", "node", node, "err", err)
+	}
+	return true
 }
 
 // writeEth0Profile writes eth0's profile into the keyfile directory

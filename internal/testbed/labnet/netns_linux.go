@@ -71,20 +71,20 @@ func newNS(name string) (_ *NS, err error) {
 }
 
 // originHandle is a netlink handle in the calling thread's network
-// namespace, usable from any thread afterwards.
-func originHandle() (*netlink.Handle, error) {
+// namespace, usable from any thread afterwards, and that namespace.
+func originHandle() (*netlink.Handle, netns.NsHandle, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	ns, err := netns.Get()
 	if err != nil {
-		return nil, fmt.Errorf("reading the network namespace: %w", err)
+		return nil, 0, fmt.Errorf("reading the network namespace: %w", err)
 	}
-	defer ns.Close()
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
-		return nil, fmt.Errorf("netlink handle: %w", err)
+		ns.Close()
+		return nil, 0, fmt.Errorf("netlink handle: %w", err)
 	}
-	return h, nil
+	return h, ns, nil
 }
 
 // Do runs f on a locked OS thread switched into the namespace and waits

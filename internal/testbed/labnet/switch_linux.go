@@ -1,6 +1,7 @@
 package labnet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -198,6 +200,8 @@ type Switch struct {
 	// origin is the namespace NewSwitch was called from, where the
 	// cables are.
 	origin *netlink.Handle
+	// originNS is that namespace, where RemoveNode returns cables.
+	originNS netns.NsHandle
 }
 
 // Node is a node namespace whose NICs are veth pairs to the switch bridge.
@@ -221,6 +225,7 @@ type Node struct {
 
 	mounts []string // host-side mount points to remove with the node
 	mntNS  *os.File // holds the node's mount namespace
+	cables []Cable  // the cable of each NIC (Cable{} for a veth pair)
 }
 
 // NewSwitch creates the switch namespace, its bridge with the gateway
@@ -239,7 +244,7 @@ func NewSwitch(ctx context.Context, opts Options) (_ *Switch, err error) {
 		}
 	}()
 	if len(s.cables) > 0 {
-		if s.origin, err = originHandle(); err != nil {
+		if s.origin, s.originNS, err = originHandle(); err != nil {
 			return nil, fmt.Errorf("cables: %w", err)
 		}
 	}
@@ -499,9 +504,34 @@ func (s *Switch) RemoveNode(name string) error {
 	s.nodes = slices.Delete(s.nodes, i, i+1)
 	s.mu.Unlock()
 	var errs []error
-	// Deleting the switch end removes the node end at once, whatever
-	// still holds the node's namespace.
-	for _, peer := range n.Peers {
+	// A cable goes back to where it came from, for the next AddNode (the
+	// node made again after a reboot): its ends are a machine's NICs,
+	// which outlive the namespaces.
+	var back []Cable
+	for i, peer := range n.Peers {
+		c := n.cables[i]
+		if c.Node == "" {
+			continue
+		}
+		if err := s.unplug(n.NS, n.NICs[i], c.Node); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", name, err))
+			continue
+		}
+		if err := s.unplug(s.NS, peer, c.Switch); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", name, err))
+			continue
+		}
+		back = append(back, c)
+	}
+	s.mu.Lock()
+	s.cables = append(back, s.cables...)
+	s.mu.Unlock()
+	// Deleting the switch end of a veth pair removes the node end at
+	// once, whatever still holds the node's namespace.
+	for i, peer := range n.Peers {
+		if n.cables[i].Node != "" {
+			continue
+		}
 		l, err := s.NS.Netlink.LinkByName(peer)
 		if err != nil {
 			continue // gone already
@@ -533,6 +563,7 @@ func (s *Switch) cable(n *Node, nic, peer string) error {
 		c, s.cables = s.cables[0], s.cables[1:]
 	}
 	s.mu.Unlock()
+	n.cables = append(n.cables, c)
 	if !taken {
 		v := &netlink.Veth{
 			LinkAttrs:     netlink.LinkAttrs{Name: nic},
@@ -551,6 +582,42 @@ func (s *Switch) cable(n *Node, nic, peer string) error {
 	}
 	if err := s.plug(c.Switch, s.NS, peer); err != nil {
 		return fmt.Errorf("cable %s-%s: %w", c.Node, c.Switch, err)
+	}
+	return nil
+}
+
+// unplug moves link name of ns back into the origin namespace as as,
+// reset as a reboot resets a NIC: no controller, down, its permanent MAC
+// and the default MTU (moving it drops its addresses and routes).
+func (s *Switch) unplug(ns *NS, name, as string) error {
+	l, err := ns.Netlink.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("%s: finding %s: %w", ns.Name, name, err)
+	}
+	if l.Attrs().MasterIndex != 0 {
+		if err := ns.Netlink.LinkSetNoMaster(l); err != nil {
+			return fmt.Errorf("%s: releasing %s: %w", ns.Name, name, err)
+		}
+	}
+	if err := ns.Netlink.LinkSetDown(l); err != nil {
+		return fmt.Errorf("%s: %s down: %w", ns.Name, name, err)
+	}
+	if perm := l.Attrs().PermHWAddr; len(perm) > 0 && !bytes.Equal(perm, l.Attrs().HardwareAddr) {
+		if err := ns.Netlink.LinkSetHardwareAddr(l, perm); err != nil {
+			return fmt.Errorf("%s: %s back to MAC %s: %w", ns.Name, name, perm, err)
+		}
+	}
+	if l.Attrs().MTU != 1500 {
+		if err := ns.Netlink.LinkSetMTU(l, 1500); err != nil {
+			return fmt.Errorf("%s: %s back to MTU 1500: %w", ns.Name, name, err)
+		}
+	}
+	// Renamed first: the origin has NICs of its own (eth0).
+	if err := ns.Netlink.LinkSetName(l, as); err != nil {
+		return fmt.Errorf("%s: renaming %s to %s: %w", ns.Name, name, as, err)
+	}
+	if err := ns.Netlink.LinkSetNsFd(l, int(s.originNS)); err != nil {
+		return fmt.Errorf("%s: moving %s back: %w", ns.Name, as, err)
 	}
 	return nil
 }
@@ -581,6 +648,7 @@ func (s *Switch) Close() error {
 	if s.origin != nil {
 		s.origin.Close()
 		s.origin = nil
+		_ = s.originNS.Close()
 	}
 	if s.lldpd != nil && s.lldpd.Process != nil {
 		_ = s.lldpd.Process.Signal(syscall.SIGTERM)

@@ -326,4 +326,41 @@ func TestSwitchCables(t *testing.T) {
 			t.Errorf("%s left in the cables' namespace", l.Attrs().Name)
 		}
 	}
+
+	// Removing the node (a reboot) gives the cables back, reset: the
+	// node made again takes the same ones.
+	eth0, err := node.NS.Netlink.LinkByName("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.NS.Netlink.LinkSetMTU(eth0, 1400); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.RemoveNode("node1"); err != nil {
+		t.Fatalf("RemoveNode: %v", err)
+	}
+	for _, c := range cables {
+		for _, name := range []string{c.Node, c.Switch} {
+			l, err := origin.Netlink.LinkByName(name)
+			if err != nil {
+				t.Fatalf("after RemoveNode: %s is not back: %v", name, err)
+			}
+			if a := l.Attrs(); a.MTU != 1500 || a.MasterIndex != 0 || a.Flags&unix.IFF_UP != 0 {
+				t.Errorf("after RemoveNode: %s MTU %d, master %d, up %v; want 1500, none, down", name, a.MTU, a.MasterIndex, a.Flags&unix.IFF_UP != 0)
+			}
+		}
+	}
+	again, err := sw.AddNode("node1", "eth0", "eth1", "eth2")
+	if err != nil {
+		t.Fatalf("AddNode after RemoveNode: %v", err)
+	}
+	for i, want := range []string{"c0n", "c1n"} {
+		l, err := again.NS.Netlink.LinkByName(again.NICs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Attrs().HardwareAddr.String(); got != mac[want] {
+			t.Errorf("made again: %s has MAC %s, want cable end %s's %s", again.NICs[i], got, want, mac[want])
+		}
+	}
 }
