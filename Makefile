@@ -155,7 +155,7 @@ test-container: setup $(TESTREPORT) ## the lab and e2e packages as inside a cont
 # The e2e suite on NetworkManager nodes (docs/networkmanager.md), a subset
 # worth its minutes; the tests left out fail on what the NetworkManager
 # backend does not map yet (docs/testing.md lists them).
-# Default mode (eth0 is the node runtime's, NetworkManager has the rest):
+# Default mode (NetworkManager owns every NIC, eth0 by the lab's DHCP profile):
 NM_E2E_TESTS = TestNodes$$|TestNodeNetworkStates|TestLabStatus|TestDryRun|TestDrift|TestAfter|TestMetrics|TestNmstateExamples|TestRollback$$
 # Kubelet mode (NetworkManager owns eth0; the handler pods find it through
 # the DaemonSet's /run/dbus):
@@ -192,8 +192,9 @@ test-kernel-e2e: setup $(TESTREPORT) ## the e2e tests that need Debian's full ke
 # (test/e2e's TestMain), but TestNmstateExamples: its qemu-lane scenarios
 # run through NetworkManager in the kernel lane already (test/conformance
 # TestQemuExamplesNetworkManager), and through the handler it would cost
-# five minutes more of .ci/run's budget. .ci/run runs this stage after make
-# test-faults; make test does not (docs/testing.md).
+# five minutes more of .ci/run's budget. Neither make test nor .ci/run runs
+# this stage: it takes longer than what .ci/run's 45 minutes leave after make
+# test and the fault suite (docs/testing.md has the figures).
 KERNEL_NM_E2E_TESTS = TestNodes$$|TestLabStatus|TestExamples$$|TestPrimaryNIC|TestBond|TestVLAN|TestTwoPolicies|TestBridgeVLAN|TestLLDP
 
 test-kernel-nm: setup $(TESTREPORT) ## the full-kernel e2e tests through NetworkManager: a guest lab whose nodes each run NetworkManager (lab up --kernel debian --backend networkmanager)

@@ -161,9 +161,22 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 	// the DHCP client it already started (a guest run's bond got no lease).
 	newControllers := map[string]bool{}
 	var waits []pending
+	// A stacked interface (VLAN, VXLAN, MAC-VLAN, MACsec) on a parent
+	// activated here is activated once its parent is: until a bond has
+	// its ports its MAC is a random one, the VLAN takes the MAC the bond
+	// gets later, and NetworkManager's DHCP client on the VLAN, begun
+	// with the first, gets no answer (a guest run's bond0.102).
+	started := map[string]int{} // name -> index in waits
+	done := map[int]bool{}
 	for i, p := range pp.Profiles {
 		if !p.Up || b.ovsReapplied(actx, p, paths[i], devs) {
 			continue
+		}
+		if k, ok := started[profileParent(p.Settings)]; ok && !done[k] {
+			if err := b.c.waitActive(actx, waits[k].name, waits[k].ac, waits[k].settings); err != nil {
+				return err
+			}
+			done[k] = true
 		}
 		typ, _ := p.Settings["connection"]["type"].Value().(string)
 		ctl, _ := p.Settings["connection"]["master"].Value().(string)
@@ -182,9 +195,13 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 			}
 			return activationError(p.Name, devs[p.Name], err)
 		}
+		started[p.Name] = len(waits)
 		waits = append(waits, pending{name: p.Name, ac: ac, settings: p.Settings})
 	}
-	for _, w := range waits {
+	for k, w := range waits {
+		if done[k] {
+			continue
+		}
 		if w.byController {
 			d := nowDevs[w.name]
 			if err := b.waitPortActivated(actx, w.name, d, d.active, w.profile, w.settings); err != nil {
@@ -213,6 +230,17 @@ func autoActivatesPorts(connType string) bool {
 		return true
 	}
 	return false
+}
+
+// profileParent is the parent interface a profile stacks on ("" if none).
+func profileParent(s Settings) string {
+	for _, sec := range []string{"vlan", "vxlan", "macvlan", "macsec"} {
+		if v, ok := s[sec]["parent"]; ok {
+			p, _ := v.Value().(string)
+			return p
+		}
+	}
+	return ""
 }
 
 // portGrace is how long a port waits, once its controller is active, for

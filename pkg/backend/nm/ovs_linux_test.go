@@ -448,7 +448,7 @@ func ovsEnv(t *testing.T) (*nm.Backend, *ovsrun.OVS, *nmrun.Instance, string) {
 	return b, o, in, filepath.Join(dir, "state")
 }
 
-// TestOVSDBAndOVNThroughNetworkManager: ovs-db on a bridge, a system
+// TestOVSDBAndOVNThroughNetworkManager: ovs-db and a description on a bridge, a system
 // port, an internal interface and a bond (LACP, delays) become
 // NetworkManager's ovs-external-ids / ovs-other-config, which it writes
 // to OVSDB (ovs-vsctl reads them back); the Open_vSwitch table (ovs-db
@@ -471,6 +471,7 @@ interfaces:
 - name: br1
   type: ovs-bridge
   state: up
+  description: ovs bridge with eth1 as a port
   ovs-db:
     external_ids: {owner: knmstate-test}
   bridge:
@@ -514,6 +515,8 @@ ovn:
 		want string
 	}{
 		{[]string{"get", "Bridge", "br1", "external_ids:owner"}, `knmstate-test`},
+		// The description has no kernel link: the Bridge row holds it.
+		{[]string{"get", "Bridge", "br1", "external_ids:knmstate-description"}, `ovs bridge with eth1 as a port`},
 		{[]string{"get", "Interface", "eth1", "external_ids:role"}, "uplink"},
 		{[]string{"get", "Interface", "ovs1", "other_config:emc-insert-inv-prob"}, `"90"`},
 		{[]string{"get", "Port", "ovs1", "tag"}, "10"},

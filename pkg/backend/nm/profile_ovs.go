@@ -186,13 +186,24 @@ func ovsBridgeProfile(br *nmstate.Interface, uuid string) (Settings, error) {
 		}
 	}
 	s[nmOVSBridge] = sec
-	if br.Description != nil {
-		return nil, &nmstate.Error{Kind: nmstate.NotSupported, Path: nmstate.Path(fmt.Sprintf("interfaces[name=%s].description", br.Name)),
-			Detail: "an ovs-bridge has no kernel link to carry a description, and NetworkManager keeps none in OVSDB"}
-	}
 	ovsDBSettings(s, br.OVSDB)
+	if br.Description != nil && *br.Description != "" {
+		// An ovs-bridge has no kernel link to carry it: it lives in the
+		// Bridge row's external_ids, where the OVS backend keeps it and
+		// reads it back, written by NetworkManager from the profile.
+		data := map[string]string{}
+		if sec, ok := s["ovs-external-ids"]; ok {
+			data, _ = sec["data"].Value().(map[string]string)
+		}
+		data[ovsDescriptionKey] = *br.Description
+		s["ovs-external-ids"] = map[string]dbus.Variant{"data": dbus.MakeVariant(data)}
+	}
 	return s, nil
 }
+
+// ovsDescriptionKey is the Bridge external_ids key of an ovs-bridge's
+// description (pkg/backend/ovs's descriptionKey: its Show reports it).
+const ovsDescriptionKey = "knmstate-description"
 
 // ovsPortProfile is the ovs-port profile of one port of bridge brName
 // (profile brUUID): its VLAN, and for a bond its mode, LACP and delays.
