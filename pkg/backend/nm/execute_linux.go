@@ -181,7 +181,12 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		typ, _ := p.Settings["connection"]["type"].Value().(string)
 		ctl, _ := p.Settings["connection"]["master"].Value().(string)
 		portType, _ := p.Settings["connection"]["slave-type"].Value().(string)
-		if ctl != "" && autoActivatesPorts(portType) && newControllers[portType+"/"+ctl] && nowDevs[p.Name] != nil {
+		if ctl != "" && autoActivatesPorts(portType) && newControllers[portType+"/"+ctl] {
+			// A controller among them (a bond under a bridge) activates
+			// its own ports in turn.
+			if autoActivatesPorts(typ) {
+				newControllers[typ+"/"+p.Name] = true
+			}
 			waits = append(waits, pending{name: p.Name, settings: p.Settings, byController: true, profile: paths[i]})
 			continue
 		}
@@ -203,8 +208,11 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 			continue
 		}
 		if w.byController {
-			d := nowDevs[w.name]
-			if err := b.waitPortActivated(actx, w.name, d, d.active, w.profile, w.settings); err != nil {
+			var before dbus.ObjectPath
+			if d := nowDevs[w.name]; d != nil {
+				before = d.active
+			}
+			if err := b.waitPortActivated(actx, w.name, before, w.profile, w.settings); err != nil {
 				return err
 			}
 			continue
@@ -249,20 +257,21 @@ const portGrace = 10 * time.Second
 
 // waitPortActivated waits until NetworkManager activated the port's
 // profile with its controller (an activation other than before, the
-// device's one before the apply's activations), or activates it after
-// portGrace.
-func (b *Backend) waitPortActivated(ctx context.Context, name string, d *device, before, profile dbus.ObjectPath, s Settings) error {
+// device's one before the apply's activations; a virtual port's device
+// may not exist yet), or activates it after portGrace.
+func (b *Backend) waitPortActivated(ctx context.Context, name string, before, profile dbus.ObjectPath, s Settings) error {
 	deadline := time.Now().Add(portGrace)
 	for {
-		var ac, conn dbus.ObjectPath
-		if b.c.prop(d.path, deviceIface+".ActiveConnection", &ac) == nil && ac != "" && ac != "/" && ac != before &&
+		var dev, ac, conn dbus.ObjectPath
+		if b.c.call(ctx, nmPath, nmIface+".GetDeviceByIpIface", name).Store(&dev) == nil &&
+			b.c.prop(dev, deviceIface+".ActiveConnection", &ac) == nil && ac != "" && ac != "/" && ac != before &&
 			b.c.prop(ac, acIface+".Connection", &conn) == nil && conn == profile {
 			return b.c.waitActive(ctx, name, ac, s)
 		}
 		if time.Now().After(deadline) {
 			ac, err := b.c.activate(ctx, profile)
 			if err != nil {
-				return activationError(name, d, err)
+				return activationError(name, nil, err)
 			}
 			return b.c.waitActive(ctx, name, ac, s)
 		}
