@@ -156,11 +156,8 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 func (b *Backend) activeProfiles(devs map[string]*device) map[dbus.ObjectPath]string {
 	active := map[dbus.ObjectPath]string{}
 	for name, d := range devs {
-		if d.active != "" && d.active != "/" {
-			var conn dbus.ObjectPath
-			if err := b.c.prop(d.active, acIface+".Connection", &conn); err == nil {
-				active[conn] = name
-			}
+		if d.profile != "" && d.profile != "/" {
+			active[d.profile] = name
 		}
 	}
 	return active
@@ -219,13 +216,8 @@ func annotateDynamic(s *nmstate.State, profiles []*profile, active map[dbus.Obje
 // running from DnsManager.
 func (b *Backend) showDNS(ctx context.Context, profiles []*profile, devs map[string]*device) (*nmstate.DNSResolver, error) {
 	active := map[string]bool{}
-	for _, d := range devs {
-		if d.active != "" && d.active != "/" {
-			var conn dbus.ObjectPath
-			if err := b.c.prop(d.active, acIface+".Connection", &conn); err == nil {
-				active[string(conn)] = true
-			}
-		}
+	for conn := range b.activeProfiles(devs) {
+		active[string(conn)] = true
 	}
 	type held struct {
 		prio    int32

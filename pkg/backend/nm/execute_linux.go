@@ -26,15 +26,8 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		return err
 	}
 	existing := existingProfiles{}
-	activeConn := map[dbus.ObjectPath]bool{}
-	for _, d := range devs {
-		if d.active != "" && d.active != "/" {
-			var conn dbus.ObjectPath
-			if err := b.c.prop(d.active, acIface+".Connection", &conn); err == nil {
-				activeConn[conn] = true
-			}
-		}
-	}
+	active := b.activeProfiles(devs)
+	activeConn := func(p dbus.ObjectPath) bool { _, ok := active[p]; return ok }
 	for _, p := range profiles {
 		name := p.str("connection", "interface-name")
 		if name == "" || p.str("connection", "type") == "loopback" {
@@ -43,7 +36,7 @@ func (b *Backend) ExecuteMerged(ctx context.Context, m *nmstate.Merged, _ *nmsta
 		if t := p.str("connection", "type"); isOVSKeyed(t) {
 			name = ovsKey(t, name)
 		}
-		if prev := existing[name]; prev == nil || activeConn[p.path] && !activeConn[prev.path] {
+		if prev := existing[name]; prev == nil || activeConn(p.path) && !activeConn(prev.path) {
 			existing[name] = p
 		}
 	}

@@ -359,8 +359,7 @@ func (b *Backend) ovsReapplied(ctx context.Context, p PlannedProfile, path dbus.
 	if d == nil || d.state != devActivated || d.active == "" || d.active == "/" {
 		return false
 	}
-	var conn dbus.ObjectPath
-	if err := b.c.prop(d.active, acIface+".Connection", &conn); err != nil || conn != path {
+	if d.profile != path {
 		return false
 	}
 	return b.c.call(ctx, d.path, deviceIface+".Reapply", map[string]map[string]dbus.Variant(p.Settings), uint64(0), uint32(0)).Err == nil
