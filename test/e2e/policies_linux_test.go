@@ -75,7 +75,7 @@ func requirePolicies(t *testing.T) {
 		const name = "e2e-ready"
 		// Until it has passed: a Fatal inside this function leaves it set.
 		readyErr = errors.New("the readiness policy e2e-ready failed (see the first policy test)")
-		c.kubectl.MustIn(t, policyYAML(name, initialNICs), "apply", "-f", "-")
+		c.kubectl.MustIn(t, oneWave(policyYAML(name, initialNICs)), "apply", "-f", "-")
 		if err := policyReaches(t, name, "Available", availableTimeout); err != nil {
 			readyErr = fmt.Errorf("the handlers do not enact policies: %w", err)
 			return
@@ -119,6 +119,16 @@ func TestExamples(t *testing.T) {
 		e := e.expected()
 		if e.outcome == rolledBack {
 			continue // TestRollback
+		}
+		// On Debian's kernel (guest mode) only what differs there: the
+		// examples with an outcome of their own on that kernel and the
+		// OVS ones (the guest's NetworkManager nodes run OVS through
+		// NetworkManager; the host's kubelet-mode NetworkManager nodes
+		// have none). The rest behaves the same on both kernels and runs
+		// on this machine's kernel in make test's container and
+		// NetworkManager stages; in the TCG guest it cost minutes.
+		if c.fullKernel && e.full == nil && !e.ovs {
+			continue
 		}
 		ok := t.Run(strings.TrimSuffix(e.file, ".yaml"), func(t *testing.T) {
 			switch e.outcome {
@@ -184,7 +194,7 @@ func enact(t *testing.T, name, manifest string) {
 func restore(t *testing.T, after string, nodes []string, desired string) {
 	t.Helper()
 	name := "e2e-cleanup-" + after
-	manifest := policyYAML(name, desired)
+	manifest := oneWave(policyYAML(name, desired))
 	if len(nodes) == 1 {
 		manifest = nodePolicyYAML(name, nodes[0], nil, desired)
 	}
@@ -196,6 +206,15 @@ func restore(t *testing.T, after string, nodes []string, desired string) {
 	for _, n := range nodes {
 		pristine(t, n)
 	}
+}
+
+// oneWave gives a policy of policyYAML maxUnavailable 100%: the suite's
+// own cleanup and readiness policies change no node's connectivity, and
+// in one wave instead of the default 50%'s two each costs one apply's
+// time, not two (about 8 s a wave on a NetworkManager node in the TCG
+// guest).
+func oneWave(policy string) string {
+	return strings.Replace(policy, "\nspec:\n", "\nspec:\n  maxUnavailable: 100%\n", 1)
 }
 
 // nodePolicyYAML is a policy for one node (by hostname) with capture (may
@@ -416,7 +435,7 @@ func enactmentNodes(t *testing.T, e example) string {
 // progress ends, rolled back or committed, before the enactment goes).
 func deletePolicy(t *testing.T, policy string) {
 	t.Helper()
-	c.kubectl.Must(t, "delete", "nncp", policy, "--wait")
+	c.kubectl.Must(t, "delete", "nncp", policy, "--wait", "--ignore-not-found")
 	suite.Eventually(t, time.Minute*c.slowdown, "enactments of deleted policy "+policy, func() error {
 		if out := c.kubectl.Must(t, "get", "nnce", "-l", "nmstate.io/policy="+policy, "-o", "name"); out != "" {
 			return errors.New("left: " + strings.ReplaceAll(strings.TrimSpace(out), "\n", ", "))

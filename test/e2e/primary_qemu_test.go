@@ -27,6 +27,23 @@ func TestPrimaryNICBond(t *testing.T) {
 	before := primaryLease(t)
 	mac := links(t, primaryNode)["eth0"].Address
 	const policy = "primary-bond"
+	done := false
+	reset := func() {
+		if done {
+			return
+		}
+		done = true
+		deletePolicy(t, policy)
+		restore(t, policy, []string{primaryNode}, `
+interfaces:
+- {name: bond1, type: bond, state: absent}
+- {name: eth0, type: ethernet, state: up, ipv4: {enabled: true, dhcp: true}, ipv6: {enabled: true, dhcp: true, autoconf: true}}
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`)
+	}
+	// Also when a check fails: the tests after this one start from
+	// pristine nodes.
+	defer reset()
 	enact(t, policy, nodePolicyYAML(policy, primaryNode, nil, `
 interfaces:
 - name: bond1
@@ -50,13 +67,7 @@ interfaces:
 	if *backend == lab.BackendNetworkManager {
 		rebootKeepsBond(t, policy, before)
 	}
-	deletePolicy(t, policy)
-	restore(t, policy, []string{primaryNode}, `
-interfaces:
-- {name: bond1, type: bond, state: absent}
-- {name: eth0, type: ethernet, state: up, ipv4: {enabled: true, dhcp: true}, ipv6: {enabled: true, dhcp: true, autoconf: true}}
-- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
-`)
+	reset()
 	if after := primaryLease(t); after != before {
 		t.Errorf("eth0 after the reset: %s, want %s as before", after, before)
 	}

@@ -16,6 +16,20 @@ import (
 	"testing"
 )
 
+// cleanUp deletes the policies (those that exist) and restores every
+// node with desired, deferred by each test: also when its checks fail,
+// so that the tests after it start from pristine nodes (a failure left a
+// bond behind once, and each later test failed on it).
+func cleanUp(t *testing.T, policies []string, after, desired string) {
+	t.Helper()
+	for _, p := range policies {
+		if p != "" {
+			deletePolicy(t, p)
+		}
+	}
+	restore(t, after, allNodes, desired)
+}
+
 // activeBackupBond is upstream's active-backup bond of eth1 and eth2 with
 // miimon 100 (an interface entry).
 const activeBackupBond = `- name: bond0
@@ -32,12 +46,11 @@ const activeBackupBond = `- name: bond0
 func TestBondActiveBackupMiimon(t *testing.T) {
 	requirePolicies(t)
 	const policy = "bond-active-backup"
+	defer cleanUp(t, []string{policy}, policy, cleanupBond)
 	enact(t, policy, policyYAML(policy, "interfaces:\n"+activeBackupBond))
 	for _, n := range allNodes {
 		bond(t, n, "bond0", "active-backup", 100, "eth1", "eth2")
 	}
-	deletePolicy(t, policy)
-	restore(t, policy, allNodes, cleanupBond)
 }
 
 // TestBondAsBridgePort: a bridge whose port is a bond: the default trunk
@@ -45,6 +58,7 @@ func TestBondActiveBackupMiimon(t *testing.T) {
 func TestBondAsBridgePort(t *testing.T) {
 	requirePolicies(t)
 	const policy = "bond-bridge-port"
+	defer cleanUp(t, []string{policy}, policy, "interfaces:\n- {name: br1, type: linux-bridge, state: absent}\n"+bondGone)
 	enact(t, policy, policyYAML(policy, "interfaces:\n"+activeBackupBond+`- name: br1
   type: linux-bridge
   state: up
@@ -64,14 +78,20 @@ func TestBondAsBridgePort(t *testing.T) {
 			}
 		}
 	}
-	deletePolicy(t, policy)
-	restore(t, policy, allNodes, "interfaces:\n- {name: br1, type: linux-bridge, state: absent}\n"+bondGone)
 }
 
 // TestVLANStaticAddress: a VLAN on eth1 with a static address on every
 // node, and tagged traffic between two nodes over it.
 func TestVLANStaticAddress(t *testing.T) {
 	requirePolicies(t)
+	var policies []string
+	for _, n := range allNodes {
+		policies = append(policies, "vlan-static-"+n)
+	}
+	defer cleanUp(t, policies, "vlan-static", `
+interfaces:
+- {name: eth1.101, type: vlan, state: absent}
+`)
 	for i, n := range allNodes {
 		policy := "vlan-static-" + n
 		enact(t, policy, nodePolicyYAML(policy, n, nil, fmt.Sprintf(`
@@ -92,13 +112,6 @@ interfaces:
 	if out := c.lab.MustExec(t, "node02", "ping", "-c", "2", "-W", "10", "198.51.100.13"); !strings.Contains(out, "2 packets received") {
 		t.Errorf("node02 -> node03 over VLAN 101:\n%s", out)
 	}
-	for _, n := range allNodes {
-		deletePolicy(t, "vlan-static-"+n)
-	}
-	restore(t, "vlan-static", allNodes, `
-interfaces:
-- {name: eth1.101, type: vlan, state: absent}
-`)
 }
 
 // TestTwoPoliciesVLANsOnOneNIC: two policies, VLAN 102 and VLAN 103 on
@@ -106,6 +119,11 @@ interfaces:
 // lease of its own network from the switch.
 func TestTwoPoliciesVLANsOnOneNIC(t *testing.T) {
 	requirePolicies(t)
+	defer cleanUp(t, []string{"vlan102", "vlan103"}, "vlan102-103", `
+interfaces:
+- {name: eth1.102, type: vlan, state: absent}
+- {name: eth1.103, type: vlan, state: absent}
+`)
 	for _, id := range []int{102, 103} {
 		policy := fmt.Sprintf("vlan%d", id)
 		c.kubectl.MustIn(t, policyYAML(policy, fmt.Sprintf(`
@@ -129,13 +147,6 @@ interfaces:
 			vlanLease(t, n, name, id)
 		}
 	}
-	deletePolicy(t, "vlan102")
-	deletePolicy(t, "vlan103")
-	restore(t, "vlan102-103", allNodes, `
-interfaces:
-- {name: eth1.102, type: vlan, state: absent}
-- {name: eth1.103, type: vlan, state: absent}
-`)
 }
 
 // TestBridgeVLANFiltering: upstream's default VLAN filtering of linux
@@ -145,6 +156,15 @@ interfaces:
 // filtering and the trunk.
 func TestBridgeVLANFiltering(t *testing.T) {
 	requirePolicies(t)
+	var current string
+	defer func() {
+		cleanUp(t, []string{current}, "bridge-vlan-filtering", `
+interfaces:
+- {name: br1, type: linux-bridge, state: absent}
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+- {name: eth2, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`)
+	}()
 	// One policy per step, each deleted once Available (the network stays
 	// as it is): a new policy's Available is never an older generation's.
 	bridge := func(policy, ports string) string {
@@ -176,6 +196,7 @@ interfaces:
 	}
 	for i, st := range steps {
 		policy := fmt.Sprintf("bridge-vlan-filtering-%d", i+1)
+		current = policy
 		enact(t, policy, bridge(policy, st.ports))
 		for _, n := range allNodes {
 			if got := filtering(n); got != st.filtering {
@@ -191,10 +212,4 @@ interfaces:
 		}
 		deletePolicy(t, policy)
 	}
-	restore(t, "bridge-vlan-filtering", allNodes, `
-interfaces:
-- {name: br1, type: linux-bridge, state: absent}
-- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
-- {name: eth2, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
-`)
 }
