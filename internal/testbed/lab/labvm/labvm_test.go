@@ -75,7 +75,7 @@ func TestMachineArgs(t *testing.T) {
 	got := strings.Join(m.Args(), " ")
 	want := "-accel tcg -cpu max -smp 2 -m 2048 -nodefaults -nographic -no-reboot -monitor none" +
 		" -serial file:/d/console.log -kernel /k/vmlinux -initrd /d/initrd" +
-		" -append console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check rdinit=/init" +
+		" -append console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check rcupdate.rcu_expedited=1 rdinit=/init" +
 		" -netdev user,id=net0,net=10.0.2.0/24,host=10.0.2.2,ipv6=off,hostfwd=tcp:127.0.0.1:40001-10.0.2.15:7000" +
 		" -device virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,romfile= -device virtio-rng-pci"
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -108,7 +108,10 @@ func (m Machine) Args() []string {
 		// no_timer_check: under TCG on a loaded machine the kernel's
 		// early IO-APIC timer check can miss its ticks and panic ("IO-APIC
 		// + timer doesn't work!"); the emulated timer works, so skip it.
-		"-append", "console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check rdinit=/init",
+		// rcupdate.rcu_expedited=1: link and namespace changes wait for
+		// RCU grace periods, which are slow in an emulated CPU; expedited
+		// ones took the kernel lane's guest from 275 s to 250 s.
+		"-append", "console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check rcupdate.rcu_expedited=1 rdinit=/init",
 		"-netdev", strings.Join(netdev, ","),
 		"-device", "virtio-net-pci,netdev=net0,mac=" + UplinkMAC + ",romfile=",
 		"-device", "virtio-rng-pci",
