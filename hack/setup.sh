@@ -60,12 +60,38 @@ fi
 # reads (the module files, the main package) and of the build function itself,
 # so a changed pin or recipe rebuilds and an unchanged one is free.
 mkdir -p bin
-# fresh NAME HASH FILE...: bin/.NAME.stamp holds HASH and every FILE is there.
+# fresh NAME HASH FILE...: bin/.NAME.stamp holds HASH and every FILE is
+# there, or a build of that HASH kept outside the clone (next to Go's build
+# cache, as hack/nm-ovs.sh keeps its build) was copied in: a clean clone
+# (CI's) links Kubernetes, containerd and helm again otherwise, a minute of
+# every run on two cores.
+tools_cache=${KNMSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/knmstate}/tools
 fresh() {
+	local name=$1 hash=$2 f ok=1
+	shift 2
+	[[ "$(cat "bin/.$name.stamp" 2>/dev/null)" == "$hash" ]] || ok=
+	for f; do [[ -x $f ]] || ok=; done
+	local kept=$tools_cache/$name-$hash
+	if [[ -n $ok ]]; then
+		[[ -f $kept/.complete ]] || keep "$name" "$hash" "$@"
+		return 0
+	fi
+	[[ -f $kept/.complete ]] || return 1
+	for f; do cp -a "$kept/$(basename "$f")" "$f" || return 1; done
+	echo "$hash" >"bin/.$name.stamp"
+}
+# keep NAME HASH FILE...: the build of HASH outside the clone, for fresh;
+# only the latest build of each tool is kept.
+keep() {
 	local name=$1 hash=$2 f
 	shift 2
-	[[ "$(cat "bin/.$name.stamp" 2>/dev/null)" == "$hash" ]] || return 1
-	for f; do [[ -x $f ]] || return 1; done
+	local kept=$tools_cache/$name-$hash
+	mkdir -p "$tools_cache"
+	rm -rf "$kept.tmp" && mkdir "$kept.tmp"
+	for f; do cp -a "$f" "$kept.tmp/"; done
+	touch "$kept.tmp/.complete"
+	find "$tools_cache" -mindepth 1 -maxdepth 1 -name "$name-*" ! -path "$kept.tmp" -exec rm -rf {} +
+	mv "$kept.tmp" "$kept"
 }
 
 # bin/kube is one binary holding kube-apiserver, kubelet,
@@ -91,6 +117,7 @@ if ! fresh kube "$kube_stamp" bin/kube; then
 	echo "setup: building bin/kube (${kube_components[*]})"
 	build_kube
 	echo "$kube_stamp" >bin/.kube.stamp
+	keep kube "$kube_stamp" bin/kube
 fi
 for c in "${kube_components[@]}"; do
 	[[ -L bin/$c && "$(readlink "bin/$c")" == kube ]] || ln -sfn kube "bin/$c"
@@ -117,6 +144,7 @@ if ! fresh containerd "$containerd_stamp" bin/containerd bin/containerd-shim-run
 	echo "setup: building bin/containerd, bin/containerd-shim-runc-v2, bin/ctr"
 	build_containerd
 	echo "$containerd_stamp" >bin/.containerd.stamp
+	keep containerd "$containerd_stamp" bin/containerd bin/containerd-shim-runc-v2 bin/ctr
 fi
 
 # Helm, for the chart's tests (deploy/helm/knmstate), from its own module.
@@ -132,6 +160,7 @@ if ! fresh helm "$helm_stamp" bin/helm; then
 	echo "setup: building bin/helm"
 	build_helm
 	echo "$helm_stamp" >bin/.helm.stamp
+	keep helm "$helm_stamp" bin/helm
 fi
 
 # The web views' npm packages, and the console plugin's (web/plugin: the

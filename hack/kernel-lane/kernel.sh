@@ -13,6 +13,11 @@ exec 3>&1 1>&2
 cd "$(dirname "$0")/../.."
 repo=$PWD
 cache=$repo/.cache/kernel-lane
+# A complete entry (modules of extmod.sh included) is also kept outside the
+# clone, next to Go's build cache, as hack/nm-ovs.sh keeps its build: a new
+# clone copies it instead of downloading the kernel and building the
+# modules again (100 s of every clean clone's make test).
+shared=${KNMSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/knmstate}/kernel-lane
 
 log() { echo "kernel-lane: $*" >&2; }
 die() { echo "kernel-lane: error: $*" >&2; exit 1; }
@@ -74,6 +79,13 @@ exec 9>"$cache/.lock"
 flock -w 900 9 || die "another kernel lane holds $cache/.lock"
 
 pkg=$(kernel_package) || pkg=
+if [[ -n $pkg && ! -f $cache/kernel/${pkg/ /_}/kver && -f $shared/${pkg/ /_}/kver ]]; then
+	log "copying $pkg from $shared"
+	rm -rf "$cache/kernel/${pkg/ /_}.tmp"
+	cp -a "$shared/${pkg/ /_}" "$cache/kernel/${pkg/ /_}.tmp"
+	mv "$cache/kernel/${pkg/ /_}.tmp" "$cache/kernel/${pkg/ /_}"
+	find "$cache/kernel" -mindepth 1 -maxdepth 1 ! -path "$cache/kernel/${pkg/ /_}" -exec rm -rf {} +
+fi
 if [[ -n $pkg && ! -f $cache/kernel/${pkg/ /_}/kver ]] && ! download_kernel "${pkg% *}" "${pkg#* }"; then
 	pkg= # stale apt lists (the version rotated away): refresh below
 fi
@@ -116,7 +128,20 @@ fi
 # Modules Debian's config leaves out (hsr, netdevsim), built once per
 # kernel version from Debian's source against its headers.
 bash "$repo/hack/kernel-lane/extmod.sh" "$kdir"
-exec 9>&-
+entry=$shared/$(basename "$kdir")
+mkdir -p "$shared"
+exec 8>"$shared.lock" # two clones' lanes at once
+flock -w 900 8 || die "another kernel lane holds $shared.lock"
+stamp=root/lib/modules/$(cat "$kdir/kver")/extra/.stamp
+# Written again when extmod.sh's recipe changed since (its stamp differs).
+if [[ ! -f $entry/kver ]] || ! cmp -s "$kdir/$stamp" "$entry/$stamp"; then
+	rm -rf "$entry.tmp"
+	cp -a "$kdir" "$entry.tmp"
+	# Only the current version is kept there too.
+	find "$shared" -mindepth 1 -maxdepth 1 ! -path "$entry.tmp" -exec rm -rf {} +
+	mv "$entry.tmp" "$entry"
+fi
+exec 8>&- 9>&-
 log "kernel $(cat "$kdir/kver") ready in $kdir"
 echo "$kdir" >&3
 

@@ -500,14 +500,10 @@ func portConfigChanged(pc nmstate.BondPortConfig, bond *nmstate.Interface) bool 
 			}
 		}
 	}
-	differs := func(want, have *int64) bool { return want != nil && (have == nil || *want != *have) }
-	return differs(widen(pc.QueueID), widen(cur.QueueID)) || differs(widen(pc.Priority), widen(cur.Priority))
+	return asksOtherThan(pc.QueueID, cur.QueueID) || asksOtherThan(pc.Priority, cur.Priority)
 }
 
-func widen[T ~int32 | ~uint16](v *T) *int64 {
-	if v == nil {
-		return nil
-	}
-	w := int64(*v)
-	return &w
+// asksOtherThan says whether want is set and have is not the same value.
+func asksOtherThan[T comparable](want, have *T) bool {
+	return want != nil && (have == nil || *want != *have)
 }

@@ -94,12 +94,12 @@ func TestMachineCables(t *testing.T) {
 	args := strings.Join(m.Args(), " ")
 	for _, want := range []string{
 		"-device pci-bridge,id=cables0,chassis_nr=1",
-		"-netdev hubport,id=cable0-0,hubid=0 -device virtio-net-pci,netdev=cable0-0,mac=52:54:01:00:00:01,bus=cables0,addr=0x1,romfile=",
-		"-netdev hubport,id=cable0-1,hubid=0 -device virtio-net-pci,netdev=cable0-1,mac=52:54:01:00:00:02,bus=cables0,addr=0x2,romfile=",
-		"-netdev hubport,id=cable1-0,hubid=1 -device virtio-net-pci,netdev=cable1-0,mac=02:6b:6e:6d:02:0c,bus=cables0,addr=0x3,romfile=",
-		"-netdev hubport,id=cable14-1,hubid=14 -device virtio-net-pci,netdev=cable14-1,mac=52:54:01:00:0e:02,bus=cables0,addr=0x1e,romfile=",
+		"-netdev hubport,id=cable0-0,hubid=0 -device virtio-net-pci,netdev=cable0-0,mac=52:54:01:00:00:01,bus=cables0,addr=0x1,ctrl_vlan=off,romfile=",
+		"-netdev hubport,id=cable0-1,hubid=0 -device virtio-net-pci,netdev=cable0-1,mac=52:54:01:00:00:02,bus=cables0,addr=0x2,ctrl_vlan=off,romfile=",
+		"-netdev hubport,id=cable1-0,hubid=1 -device virtio-net-pci,netdev=cable1-0,mac=02:6b:6e:6d:02:0c,bus=cables0,addr=0x3,ctrl_vlan=off,romfile=",
+		"-netdev hubport,id=cable14-1,hubid=14 -device virtio-net-pci,netdev=cable14-1,mac=52:54:01:00:0e:02,bus=cables0,addr=0x1e,ctrl_vlan=off,romfile=",
 		"-device pci-bridge,id=cables1,chassis_nr=2",
-		"-netdev hubport,id=cable15-0,hubid=15 -device virtio-net-pci,netdev=cable15-0,mac=52:54:01:00:0f:01,bus=cables1,addr=0x1,romfile=",
+		"-netdev hubport,id=cable15-0,hubid=15 -device virtio-net-pci,netdev=cable15-0,mac=52:54:01:00:0f:01,bus=cables1,addr=0x1,ctrl_vlan=off,romfile=",
 	} {
 		if !strings.Contains(args, want) {
 			t.Errorf("qemu arguments lack %q:\n%s", want, args)
