@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/knmstate/knmstate/internal/testbed/nstest"
+	"github.com/knmstate/knmstate/pkg/nmstate"
 )
 
 // The pre-shared connectivity association key of upstream's example.
@@ -53,6 +54,27 @@ func TestMACsecMKASecuresTraffic(t *testing.T) {
     address:
     - {ip: 192.0.2.1, prefix-length: 24}
 `)
+	// Without a peer the node's supplicant holds macsec0 down (its
+	// controlled port); the node still reports the macsec0 it was asked
+	// for, up, or every show would find drift to repair.
+	heldDown := false
+	for deadline := time.Now().Add(10 * time.Second); !heldDown && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		l, err := n.ns.Netlink.LinkByName("macsec0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Attrs().Flags&net.FlagUp == 0 {
+			cur, err := n.backend.Show(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ifc := cur.FindTyped("macsec0", nmstate.TypeMACsec); ifc == nil || ifc.State != nmstate.StateUp {
+				t.Errorf("macsec0 held down by its supplicant is shown as %+v, want state up", ifc)
+			}
+			heldDown = true
+		}
+	}
+	t.Logf("macsec0 held down by its supplicant before MKA: %v", heldDown)
 	peerMKA(t, n.peer, "sw-eth1")
 	// The peer's supplicant makes its own macsec link; it is brought up
 	// when MKA succeeds (the controlled port).

@@ -131,25 +131,26 @@ type mkaKeys struct {
 	CKN string `json:"ckn"`
 }
 
-// readMKA fills the MKA keys of the macsec link name into sec.
-func (b *Backend) readMKA(name string, sec *nmstate.MACsec) error {
+// readMKA fills the MKA keys of the macsec link name into sec; false when
+// the link has none (its keys are static or it is not ours).
+func (b *Backend) readMKA(name string, sec *nmstate.MACsec) (bool, error) {
 	p := b.supplicantPath(name, ".json")
 	if p == "" || sec == nil {
-		return nil
+		return false, nil
 	}
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading the MKA keys of %s: %w", name, err)
+		return false, fmt.Errorf("reading the MKA keys of %s: %w", name, err)
 	}
 	var k mkaKeys
 	if err := json.Unmarshal(data, &k); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
+		return false, fmt.Errorf("%s: %w", p, err)
 	}
 	sec.MKACAK, sec.MKACKN = ptr(k.CAK), ptr(k.CKN)
-	return nil
+	return true, nil
 }
 
 // startMKA runs wpa_supplicant's MKA for the macsec link name on base.

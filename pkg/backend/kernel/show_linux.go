@@ -95,8 +95,16 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 			}
 		}
 		if ifc.Type == nmstate.TypeMACsec {
-			if err := b.readMKA(ifc.Name, ifc.MACsec); err != nil {
+			mka, err := b.readMKA(ifc.Name, ifc.MACsec)
+			if err != nil {
 				return nil, err
+			}
+			// With MKA the link's up flag is wpa_supplicant's controlled
+			// port: it holds the link down until a peer agrees on keys
+			// (and again while it rekeys), so a down link whose
+			// supplicant runs is the up the apply asked for.
+			if mka && ifc.State == nmstate.StateDown && b.supplicantRunning(ifc.Name) {
+				ifc.State = nmstate.StateUp
 			}
 		}
 		// Ports too: a port's disabled IP is what the kernel holds, and

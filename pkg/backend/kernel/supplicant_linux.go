@@ -202,6 +202,25 @@ func (b *Backend) startSupplicant(name, driver, iface string) error {
 	return nil
 }
 
+// supplicantRunning tells whether name's pid file names a live
+// wpa_supplicant.
+func (b *Backend) supplicantRunning(name string) bool {
+	pidFile := b.supplicantPath(name, ".pid")
+	if pidFile == "" {
+		return false
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return false
+	}
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(comm)) == "wpa_supplicant"
+}
+
 // stopSupplicant ends name's wpa_supplicant, if its pid file names a
 // live one, and waits (bounded) for it to go.
 func (b *Backend) stopSupplicant(name string) error {
