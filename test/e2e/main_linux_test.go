@@ -61,6 +61,10 @@ var backend = flag.String("e2e.backend", "", "the nodes' network backend: kernel
 // for without it. Kubelet, guest and NetworkManager nodes have none.
 var withOVS = flag.Bool("e2e.ovs", true, "expect every default-mode node to have its own Open vSwitch (false: ask for a lab without it)")
 
+// onlyExamples narrows TestExamples to the examples whose file it matches:
+// for a stage with a budget of its own (.ci/run's part of kernelnm).
+var onlyExamples = flag.String("e2e.examples", "", "run only the examples of TestExamples whose file name matches this regular expression (default: every one)")
+
 func TestMain(m *testing.M) {
 	os.Exit(suite.Main(m, suite.Options{Name: "e2e", BuildKnmstate: true, Require: []string{suite.KubectlPath}}, func(k *suite.Kit) int {
 		cl, err := upCluster(k)

@@ -111,11 +111,19 @@ func policyYAML(name, desired string) string {
 // kernels, or Degraded with the missing feature named and the nodes left
 // as they were.
 func TestExamples(t *testing.T) {
+	only, err := regexp.Compile(*onlyExamples)
+	if err != nil {
+		t.Fatalf("-e2e.examples: %v", err)
+	}
 	requirePolicies(t)
 	for _, n := range allNodes {
 		pristine(t, n)
 	}
+	ran := 0
 	for _, e := range examples {
+		if !only.MatchString(e.file) {
+			continue
+		}
 		e := e.expected()
 		if e.outcome == rolledBack {
 			continue // TestRollback
@@ -130,6 +138,7 @@ func TestExamples(t *testing.T) {
 		if c.fullKernel && e.full == nil && !e.ovs {
 			continue
 		}
+		ran++
 		ok := t.Run(strings.TrimSuffix(e.file, ".yaml"), func(t *testing.T) {
 			switch e.outcome {
 			case available:
@@ -144,6 +153,9 @@ func TestExamples(t *testing.T) {
 			// The next examples expect this one's cleanup.
 			t.Fatalf("%s failed; the examples after it would start from an unknown state", e.file)
 		}
+	}
+	if ran == 0 {
+		t.Fatalf("no example ran (-e2e.examples %q)", *onlyExamples)
 	}
 }
 

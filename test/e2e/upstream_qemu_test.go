@@ -213,3 +213,51 @@ interfaces:
 		deletePolicy(t, policy)
 	}
 }
+
+// TestVRFNameRoute: upstream's "VRF route configured using vrf-name"
+// (vrf_test.go) on node01: the route names its VRF, not a table, and
+// lands in the VRF's table 103; the VRF's port keeps its address.
+func TestVRFNameRoute(t *testing.T) {
+	requirePolicies(t)
+	const policy = "vrf-name-route"
+	defer cleanUp(t, []string{policy}, policy, `
+routes:
+  config:
+  - {destination: 198.51.100.0/24, next-hop-interface: eth1, table-id: 103, state: absent}
+interfaces:
+- {name: vrf103, type: vrf, state: absent}
+- {name: eth1, type: ethernet, state: up, ipv4: {enabled: false}, ipv6: {enabled: true, dhcp: false, autoconf: false}}
+`)
+	enact(t, policy, nodePolicyYAML(policy, "node01", nil, `
+interfaces:
+- name: vrf103
+  type: vrf
+  state: up
+  vrf: {port: [eth1], route-table-id: 103}
+- name: eth1
+  type: ethernet
+  state: up
+  ipv4:
+    enabled: true
+    dhcp: false
+    address: [{ip: 203.0.113.12, prefix-length: 24}]
+routes:
+  config:
+  - {destination: 198.51.100.0/24, metric: 150, next-hop-address: 203.0.113.1, next-hop-interface: eth1, vrf-name: vrf103}
+`))
+	l := links(t, "node01")
+	if v := l["vrf103"]; v.LinkInfo.Kind != "vrf" || v.LinkInfo.Data["table"] != float64(103) {
+		t.Errorf("node01: vrf103 is a %q with %v, want a vrf on table 103", v.LinkInfo.Kind, v.LinkInfo.Data)
+	}
+	if m := l["eth1"].Master; m != "vrf103" {
+		t.Errorf("node01: eth1's controller %q, want vrf103", m)
+	}
+	ipv4Is(t, "node01", "eth1", "203.0.113.12/24")
+	got := c.lab.MustExec(t, "node01", "ip", "-4", "route", "show", "table", "103", "198.51.100.0/24")
+	if want := "198.51.100.0/24 via 203.0.113.1 dev eth1"; !strings.HasPrefix(got, want) || !strings.Contains(got, "metric 150") {
+		t.Errorf("node01: route in table 103 %q, want %q ... metric 150", got, want)
+	}
+	if main := c.lab.MustExec(t, "node01", "ip", "-4", "route", "show", "table", "main", "198.51.100.0/24"); strings.TrimSpace(main) != "" {
+		t.Errorf("node01: the VRF's route is in the main table too: %q", main)
+	}
+}
