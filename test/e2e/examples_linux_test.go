@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -247,18 +248,7 @@ interfaces:
 		}, cleanup: "interfaces:\n- {name: eth1.102, type: vlan, state: absent}\n" + strings.TrimPrefix(resetEth1, "\ninterfaces:\n")}},
 	{file: "vrf.yaml", policy: "vrf", outcome: degraded, nodes: []string{"node01"},
 		feature: "vrf102: kernel has no vrf support (module vrf)", full: &expectation{check: func(t *testing.T) {
-			l := links(t, "node01")
-			if v := l["vrf102"]; v.LinkInfo.Kind != "vrf" || v.LinkInfo.Data["table"] != float64(102) {
-				t.Errorf("node01: vrf102 is a %q with %v, want a vrf on table 102", v.LinkInfo.Kind, v.LinkInfo.Data)
-			}
-			if m := l["eth1"].Master; m != "vrf102" {
-				t.Errorf("node01: eth1's controller %q, want vrf102", m)
-			}
-			ipv4Is(t, "node01", "eth1", "203.0.113.11/24")
-			got := c.lab.MustExec(t, "node01", "ip", "-4", "route", "show", "table", "102", "198.51.100.0/24")
-			if want := "198.51.100.0/24 via 203.0.113.1 dev eth1"; !strings.HasPrefix(got, want) || !strings.Contains(got, "metric 150") {
-				t.Errorf("node01: route in table 102 %q, want %q ... metric 150", got, want)
-			}
+			vrfWithRoute(t, "node01", "vrf102", 102, "203.0.113.11/24")
 		}, cleanup: `
 routes:
   config:
@@ -362,6 +352,25 @@ func dhcpOnEth1(nodes []string) func(t *testing.T) {
 		for _, n := range nodes {
 			dhcpAddress(t, n, "eth1")
 		}
+	}
+}
+
+// vrfWithRoute checks that vrf is a VRF on table with eth1 as its port
+// holding addr, and that table has the vrf examples' route to
+// 198.51.100.0/24 via 203.0.113.1 (metric 150).
+func vrfWithRoute(t *testing.T, node, vrf string, table int, addr string) {
+	t.Helper()
+	l := links(t, node)
+	if v := l[vrf]; v.LinkInfo.Kind != "vrf" || v.LinkInfo.Data["table"] != float64(table) {
+		t.Errorf("%s: %s is a %q with %v, want a vrf on table %d", node, vrf, v.LinkInfo.Kind, v.LinkInfo.Data, table)
+	}
+	if m := l["eth1"].Master; m != vrf {
+		t.Errorf("%s: eth1's controller %q, want %s", node, m, vrf)
+	}
+	ipv4Is(t, node, "eth1", addr)
+	got := c.lab.MustExec(t, node, "ip", "-4", "route", "show", "table", strconv.Itoa(table), "198.51.100.0/24")
+	if want := "198.51.100.0/24 via 203.0.113.1 dev eth1"; !strings.HasPrefix(got, want) || !strings.Contains(got, "metric 150") {
+		t.Errorf("%s: route in table %d %q, want %q ... metric 150", node, table, got, want)
 	}
 }
 

@@ -245,18 +245,7 @@ routes:
   config:
   - {destination: 198.51.100.0/24, metric: 150, next-hop-address: 203.0.113.1, next-hop-interface: eth1, vrf-name: vrf103}
 `))
-	l := links(t, "node01")
-	if v := l["vrf103"]; v.LinkInfo.Kind != "vrf" || v.LinkInfo.Data["table"] != float64(103) {
-		t.Errorf("node01: vrf103 is a %q with %v, want a vrf on table 103", v.LinkInfo.Kind, v.LinkInfo.Data)
-	}
-	if m := l["eth1"].Master; m != "vrf103" {
-		t.Errorf("node01: eth1's controller %q, want vrf103", m)
-	}
-	ipv4Is(t, "node01", "eth1", "203.0.113.12/24")
-	got := c.lab.MustExec(t, "node01", "ip", "-4", "route", "show", "table", "103", "198.51.100.0/24")
-	if want := "198.51.100.0/24 via 203.0.113.1 dev eth1"; !strings.HasPrefix(got, want) || !strings.Contains(got, "metric 150") {
-		t.Errorf("node01: route in table 103 %q, want %q ... metric 150", got, want)
-	}
+	vrfWithRoute(t, "node01", "vrf103", 103, "203.0.113.12/24")
 	if main := c.lab.MustExec(t, "node01", "ip", "-4", "route", "show", "table", "main", "198.51.100.0/24"); strings.TrimSpace(main) != "" {
 		t.Errorf("node01: the VRF's route is in the main table too: %q", main)
 	}

@@ -103,7 +103,7 @@ func (b *Backend) Show(ctx context.Context) (*nmstate.State, error) {
 			// port: it holds the link down until a peer agrees on keys
 			// (and again while it rekeys), so a down link whose
 			// supplicant runs is the up the apply asked for.
-			if mka && ifc.State == nmstate.StateDown && b.supplicantRunning(ifc.Name) {
+			if mka && ifc.State == nmstate.StateDown && b.supplicantPID(ifc.Name) != 0 {
 				ifc.State = nmstate.StateUp
 			}
 		}

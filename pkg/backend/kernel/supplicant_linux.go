@@ -202,23 +202,26 @@ func (b *Backend) startSupplicant(name, driver, iface string) error {
 	return nil
 }
 
-// supplicantRunning tells whether name's pid file names a live
-// wpa_supplicant.
-func (b *Backend) supplicantRunning(name string) bool {
+// supplicantPID is the pid of name's wpa_supplicant as its pid file names
+// it, or 0 when none runs (no file, or a stale one: only a wpa_supplicant
+// counts, a reused pid may be anything).
+func (b *Backend) supplicantPID(name string) int {
 	pidFile := b.supplicantPath(name, ".pid")
 	if pidFile == "" {
-		return false
+		return 0
 	}
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
-		return false
+		return 0
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || pid <= 1 {
-		return false
+		return 0
 	}
-	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return strings.TrimSpace(string(comm)) == "wpa_supplicant"
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) != "wpa_supplicant" {
+		return 0
+	}
+	return pid
 }
 
 // stopSupplicant ends name's wpa_supplicant, if its pid file names a
@@ -228,19 +231,7 @@ func (b *Backend) stopSupplicant(name string) error {
 	if pidFile == "" {
 		return nil
 	}
-	data, err := os.ReadFile(pidFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 1 {
-		return os.Remove(pidFile)
-	}
-	// Only a wpa_supplicant: a stale pid file may name a reused pid.
-	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "wpa_supplicant" {
+	if pid := b.supplicantPID(name); pid != 0 {
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("stopping wpa_supplicant %d of %s: %w", pid, name, err)
 		}
